@@ -1,0 +1,152 @@
+"""The desktop backend interface: every side effect the agent has on a desktop goes through it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from PIL import Image
+
+from agent_s.desktop import ops
+from agent_s.desktop.ops import Button, Point
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """One monitor: its rectangle in screen coordinates and its scale.
+
+    ``scale`` is screenshot pixels per screen coordinate (2.0 on a HiDPI screen whose input
+    coordinates are logical points; 1.0 on X11, where both are device pixels).
+    """
+
+    x: int
+    y: int
+    width: int
+    height: int
+    scale: float = 1.0
+    primary: bool = False
+    name: str = ""
+
+    def contains(self, point: Point) -> bool:
+        return self.x <= point.x < self.x + self.width and self.y <= point.y < self.y + self.height
+
+
+@dataclass(frozen=True)
+class ScreenGeometry:
+    """All monitors; the screen is their bounding box."""
+
+    monitors: tuple[Monitor, ...]
+
+    @property
+    def bounds(self) -> tuple[int, int, int, int]:
+        """(left, top, width, height) of the box around every monitor."""
+        left = min(m.x for m in self.monitors)
+        top = min(m.y for m in self.monitors)
+        right = max(m.x + m.width for m in self.monitors)
+        bottom = max(m.y + m.height for m in self.monitors)
+        return left, top, right - left, bottom - top
+
+    @property
+    def primary(self) -> Monitor:
+        return next((m for m in self.monitors if m.primary), self.monitors[0])
+
+    def contains(self, point: Point) -> bool:
+        return any(m.contains(point) for m in self.monitors)
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """A captured image and where it sits: image pixel (0, 0) is screen point ``origin``."""
+
+    image: Image.Image
+    origin: Point = field(default_factory=lambda: Point(0, 0))
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """A top-level window as the window manager lists it."""
+
+    id: int
+    title: str
+    app: str  # the application's class name (WM_CLASS), e.g. "Mousepad"
+    pid: int | None
+    x: int
+    y: int
+    width: int
+    height: int
+    active: bool = False
+
+
+@runtime_checkable
+class DesktopBackend(Protocol):
+    """What a desktop can do. Coordinates are screen coordinates; keys are pyautogui names."""
+
+    def capture(self, monitor: int | None = None) -> Screenshot:
+        """The whole screen (``None``) or one monitor by index."""
+        ...
+
+    def geometry(self) -> ScreenGeometry: ...
+
+    def move(self, at: Point) -> None: ...
+
+    def click(
+        self, at: Point, button: Button = "left", clicks: int = 1, hold_keys: Sequence[str] = ()
+    ) -> None: ...
+
+    def drag(
+        self, start: Point, end: Point, button: Button = "left", hold_keys: Sequence[str] = ()
+    ) -> None: ...
+
+    def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None: ...
+
+    def hotkey(self, keys: Sequence[str]) -> None: ...
+
+    def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None: ...
+
+    def type_text(self, text: str) -> None: ...
+
+    def clipboard_get(self) -> str: ...
+
+    def clipboard_set(self, text: str) -> None: ...
+
+    def windows(self) -> list[WindowInfo]: ...
+
+    def activate(self, app: str) -> WindowInfo:
+        """Bring the best-matching window to the front; raise ``WindowNotFoundError`` if none."""
+        ...
+
+    def open(self, target: str) -> None:
+        """Open an application by name or a file by path; raise ``AppNotFoundError`` if neither."""
+        ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+def perform(backend: DesktopBackend, plan: Sequence[ops.Op]) -> None:
+    """Carry out a planned list of operations in order on ``backend``."""
+    for op in plan:
+        match op:
+            case ops.MoveTo(at=at):
+                backend.move(at)
+            case ops.Click(at=at, button=button, clicks=clicks, hold_keys=hold):
+                backend.click(at, button, clicks, hold)
+            case ops.Drag(start=start, end=end, button=button, hold_keys=hold):
+                backend.drag(start, end, button, hold)
+            case ops.Scroll(at=at, clicks=clicks, horizontal=horizontal):
+                backend.scroll(at, clicks, horizontal)
+            case ops.Hotkey(keys=keys):
+                backend.hotkey(keys)
+            case ops.HoldAndPress(hold_keys=hold, press_keys=press):
+                backend.hold_and_press(hold, press)
+            case ops.TypeText(text=text):
+                backend.type_text(text)
+            case ops.Sleep(seconds=seconds):
+                backend.sleep(seconds)
+            case ops.Open(target=target):
+                backend.open(target)
+            case ops.Activate(app=app):
+                backend.activate(app)
+            case _:
+                raise TypeError(f"not a desktop operation: {op!r}")

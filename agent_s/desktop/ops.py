@@ -1,0 +1,95 @@
+"""Primitive desktop operations: what an action becomes once its targets have coordinates.
+
+An action (``agent_s.actions``) is planned into a short list of these; a backend performs them
+(``agent_s.desktop.base.perform``) and the pyautogui renderer turns the same list into code, so
+the live path and the rendered path cannot drift apart. Coordinates are screen coordinates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Union
+
+Button = Literal["left", "middle", "right"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point in screen coordinates (the coordinates pyautogui and X use)."""
+
+    x: int
+    y: int
+
+
+@dataclass(frozen=True)
+class MoveTo:
+    at: Point
+
+
+@dataclass(frozen=True)
+class Click:
+    at: Point
+    button: Button = "left"
+    clicks: int = 1
+    hold_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Drag:
+    start: Point
+    end: Point
+    button: Button = "left"
+    hold_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scroll:
+    """Scroll ``clicks`` notches at a point: positive is up (or right when horizontal)."""
+
+    at: Point
+    clicks: int
+    horizontal: bool = False
+
+
+@dataclass(frozen=True)
+class Hotkey:
+    """Press keys together, in order, and release them in reverse order."""
+
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HoldAndPress:
+    """Hold ``hold_keys`` while pressing each of ``press_keys`` in turn."""
+
+    hold_keys: tuple[str, ...]
+    press_keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TypeText:
+    """Type text literally: every character, unicode included, arrives as written."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Open:
+    """Open an application (by name) or a file (by path) on the desktop."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Activate:
+    """Bring the window of an open application to the front (matched by name)."""
+
+    app: str
+
+
+Op = Union[MoveTo, Click, Drag, Scroll, Hotkey, HoldAndPress, TypeText, Sleep, Open, Activate]

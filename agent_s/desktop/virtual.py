@@ -1,0 +1,344 @@
+"""A virtual desktop: Xvfb on a free display, openbox, a D-Bus session (for accessibility).
+
+Used by ``agent-s run --virtual``, by the benchmark harness (one per parallel worker) and by the
+tests. Every program it starts, and every program those start, carries a marker in its
+environment; ``stop()`` ends them all (process groups first, then a sweep for the marker) and
+removes the desktop's files, so nothing is left behind: no process, no socket, no lock file.
+
+    with VirtualDesktop(1280, 800, home="temp") as desk:
+        desk.launch(["xterm"])
+        ...  # desk.env has DISPLAY, XAUTHORITY, DBUS_SESSION_BUS_ADDRESS, HOME for clients
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Literal
+
+from agent_s.errors import DesktopSetupError
+
+_MARKER = "AGENT_S_VIRTUAL_DESKTOP"
+_REQUIRED = ("Xvfb", "xauth")
+
+
+def _read_line(fd: int, timeout: float, what: str) -> str:
+    """Read one line from a pipe written by a child, failing clearly if none comes in time."""
+    import selectors
+
+    data = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while not data.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sel.select(remaining):
+                raise DesktopSetupError(f"{what} did not report in {timeout:.0f} s")
+            chunk = os.read(fd, 256)
+            if not chunk:
+                raise DesktopSetupError(f"{what} exited before it was ready")
+            data += chunk
+    return data.decode().strip()
+
+
+class VirtualDesktop:
+    """An X11 desktop that exists only in memory, started and stopped by this object.
+
+    ``home``: ``None`` keeps the caller's HOME; ``"temp"`` makes a fresh HOME that ``stop()``
+    deletes; a path uses (and creates) that folder and leaves it in place.
+    """
+
+    def __init__(
+        self,
+        width: int = 1280,
+        height: int = 800,
+        *,
+        depth: int = 24,
+        home: str | os.PathLike[str] | Literal["temp"] | None = None,
+        window_manager: bool = True,
+        accessibility: bool = True,
+        start_timeout: float = 20.0,
+    ) -> None:
+        if not (64 <= width <= 16384 and 64 <= height <= 16384):
+            raise ValueError(f"screen size {width}x{height} is outside 64..16384")
+        if depth not in (16, 24):
+            raise ValueError(f"depth must be 16 or 24, got {depth}")
+        self.width, self.height, self.depth = width, height, depth
+        self._home_arg = home
+        self._window_manager = window_manager
+        self._accessibility = accessibility
+        self._start_timeout = start_timeout
+        self._token = secrets.token_hex(8)
+        self._dir: Path | None = None
+        self._home: Path | None = None
+        self._children: list[subprocess.Popen[bytes]] = []
+        self.display: str = ""
+        self.env: dict[str, str] = {}
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return bool(self._children) and self._children[0].poll() is None
+
+    def __enter__(self) -> VirtualDesktop:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> VirtualDesktop:
+        if self._children:
+            raise DesktopSetupError("this virtual desktop is already started")
+        missing = [name for name in _REQUIRED if shutil.which(name) is None]
+        if missing:
+            raise DesktopSetupError(
+                f"cannot start a virtual desktop: {', '.join(missing)} not installed "
+                "(Debian/Ubuntu: apt-get install xvfb xauth openbox dbus-x11, "
+                "or run scripts/setup.sh)"
+            )
+        self._dir = Path(tempfile.mkdtemp(prefix="agent-s-desktop-"))
+        try:
+            self._start_x()
+            self._setup_home()
+            if self._accessibility:
+                self._start_dbus()
+            if self._window_manager:
+                self._start_window_manager()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """End every program of this desktop and remove its files. Safe to call twice."""
+        for proc in reversed(self._children):
+            _kill_group(proc)
+        self._children.clear()
+        _sweep(self._token)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        if self._home is not None and self._home_arg == "temp":
+            shutil.rmtree(self._home, ignore_errors=True)
+        self._home = None
+
+    # -- programs on the desktop ----------------------------------------------------------------
+
+    def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        stdout: int | IO[bytes] | None = subprocess.DEVNULL,
+        stderr: int | IO[bytes] | None = subprocess.DEVNULL,
+    ) -> subprocess.Popen[bytes]:
+        """Start a program on this desktop; ``stop()`` ends it and everything it started."""
+        if not self.running:
+            raise DesktopSetupError("the virtual desktop is not running")
+        if isinstance(argv, str):
+            raise TypeError("argv must be a list of arguments, not a shell string")
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env={**self.env, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        self._children.append(proc)
+        return proc
+
+    @property
+    def token(self) -> str:
+        """The marker value every process of this desktop carries in its environment."""
+        return self._token
+
+    @property
+    def home(self) -> Path:
+        return Path(self.env["HOME"])
+
+    # -- start-up steps -------------------------------------------------------------------------
+
+    def _base_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY"):
+            env.pop(key, None)
+        env.pop("NO_AT_BRIDGE", None)
+        env[_MARKER] = self._token
+        return env
+
+    def _start_x(self) -> None:
+        assert self._dir is not None
+        auth = self._dir / "Xauthority"
+        cookie = secrets.token_hex(16)
+        # The server loads every cookie in its -auth file whatever display it names; the
+        # client entry for the real display number is added once the server has chosen it.
+        _run(["xauth", "-q", "-f", str(auth), "add", ":0", "MIT-MAGIC-COOKIE-1", cookie])
+        read_fd, write_fd = os.pipe()
+        try:
+            server = subprocess.Popen(
+                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0",
+                 f"{self.width}x{self.height}x{self.depth}", "-nolisten", "tcp",
+                 "-auth", str(auth), "-noreset", "+extension", "RANDR"],
+                env=self._base_env(),
+                pass_fds=(write_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+            self._children.append(server)
+            os.close(write_fd)
+            write_fd = -1
+            number = _read_line(read_fd, self._start_timeout, "Xvfb")
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+        self.display = f":{number}"
+        _run(["xauth", "-q", "-f", str(auth), "add", self.display, "MIT-MAGIC-COOKIE-1", cookie])
+        self.env = self._base_env()
+        self.env.update(DISPLAY=self.display, XAUTHORITY=str(auth))
+
+    def _setup_home(self) -> None:
+        assert self._dir is not None
+        if self._home_arg is None:
+            return
+        if self._home_arg == "temp":
+            self._home = Path(tempfile.mkdtemp(prefix="agent-s-home-"))
+        else:
+            self._home = Path(self._home_arg).expanduser().resolve()
+            self._home.mkdir(parents=True, exist_ok=True)
+        self.env["HOME"] = str(self._home)
+        for sub in (".config", ".local/share", ".cache"):
+            (self._home / sub).mkdir(parents=True, exist_ok=True)
+        for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+            self.env.pop(key, None)
+        gtk = self._home / ".config" / "gtk-3.0" / "settings.ini"
+        if not gtk.exists():
+            # A blinking caret keeps the screen changing; a still screen is easier to compare.
+            gtk.parent.mkdir(parents=True, exist_ok=True)
+            gtk.write_text("[Settings]\ngtk-cursor-blink = false\n")
+
+    def _start_dbus(self) -> None:
+        assert self._dir is not None
+        if shutil.which("dbus-daemon") is None:
+            raise DesktopSetupError(
+                "accessibility needs a D-Bus session: dbus-daemon is not installed "
+                "(apt-get install dbus-x11 at-spi2-core), or pass accessibility=False"
+            )
+        runtime = self._dir / "runtime"
+        runtime.mkdir(mode=0o700)
+        self.env["XDG_RUNTIME_DIR"] = str(runtime)
+        read_fd, write_fd = os.pipe()
+        try:
+            bus = subprocess.Popen(
+                ["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                 f"--address=unix:path={runtime / 'bus'}", f"--print-address={write_fd}"],
+                env=self.env,
+                pass_fds=(write_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+            self._children.append(bus)
+            os.close(write_fd)
+            write_fd = -1
+            address = _read_line(read_fd, self._start_timeout, "dbus-daemon")
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+        self.env["DBUS_SESSION_BUS_ADDRESS"] = address
+        # Ask toolkits to expose their accessibility tree (GTK does by default; Qt needs this).
+        self.env.update(QT_ACCESSIBILITY="1", QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1")
+
+    def _start_window_manager(self) -> None:
+        if shutil.which("openbox") is None:
+            raise DesktopSetupError(
+                "no window manager: openbox is not installed (apt-get install openbox), "
+                "or pass window_manager=False"
+            )
+        self.launch(["openbox", "--sm-disable"])
+        # openbox announces itself on the root window (_NET_SUPPORTING_WM_CHECK) when ready.
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            probe = subprocess.run(
+                ["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if probe.returncode == 0 and "window id" in probe.stdout:
+                return
+            if self._children[-1].poll() is not None:
+                raise DesktopSetupError("openbox exited during start-up")
+            time.sleep(0.05)
+        raise DesktopSetupError(f"openbox was not ready in {self._start_timeout:.0f} s")
+
+
+def _run(argv: list[str]) -> None:
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+    if result.returncode != 0:
+        raise DesktopSetupError(f"{argv[0]} failed: {result.stderr.strip() or result.returncode}")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Ask a child's process group to end, then force it after a short grace period."""
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+        if proc.poll() is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)  # the leader is gone; its group may not be
+            if sig == signal.SIGKILL:
+                return
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(1.0)
+
+
+def marked_processes(token: str) -> list[int]:
+    """Pids of live processes whose environment carries this desktop's marker."""
+    needle = f"{_MARKER}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _sweep(token: str) -> None:
+    """Kill whatever still carries the marker (programs that left their process group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = marked_processes(token)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and marked_processes(token):
+            time.sleep(0.05)

@@ -1,0 +1,12 @@
+import typer
+
+app = typer.Typer()
+
+
+@app.command()
+def doctor() -> None:
+    """Check."""
+
+
+def main() -> None:
+    app()
