@@ -1,11 +1,69 @@
-import typer
+"""The ``agent-s`` command: a thin layer over the SDK.
 
-app = typer.Typer()
+Progress and diagnostics go to stderr, results to stdout; ``--json`` prints machine-readable
+results; ``NO_COLOR`` is honoured by rich. Exit codes: 0 ok, 1 a check or task failed, 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agent_s import __version__
+
+app = typer.Typer(
+    name="agent-s",
+    help="A screenshot-driven desktop automation agent.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_MARKS = {"ok": "[green]  ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
+
+
+def _version(value: bool) -> None:
+    if value:
+        Console().print(f"agent-s {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """A screenshot-driven desktop automation agent."""
 
 
 @app.command()
-def doctor() -> None:
-    """Check."""
+def doctor(
+    virtual: Annotated[
+        bool, typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check that this machine can see and act on a desktop: one line per check."""
+    from agent_s.doctor import run_checks
+
+    report = run_checks(virtual=virtual)
+    out = Console()
+    if as_json:
+        payload = {"ok": report.ok, "display": report.display}
+        payload["checks"] = [asdict(c) for c in report.checks]
+        out.print_json(json.dumps(payload))
+    else:
+        for check in report.checks:
+            out.print(f"{_MARKS[check.status]}  {check.name:<14} {check.detail}", highlight=False)
+            if check.fix and check.status != "ok":
+                out.print(f"{'':<20} fix: {check.fix}", highlight=False)
+    raise typer.Exit(0 if report.ok else 1)
 
 
 def main() -> None:

@@ -91,6 +91,10 @@ class DesktopBackend(Protocol):
 
     def move(self, at: Point) -> None: ...
 
+    def pointer(self) -> Point:
+        """Where the mouse pointer is now."""
+        ...
+
     def click(
         self, at: Point, button: Button = "left", clicks: int = 1, hold_keys: Sequence[str] = ()
     ) -> None: ...

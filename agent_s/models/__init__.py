@@ -1,0 +1,1 @@
+"""Model providers: one interface, one adapter per API."""
