@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant"]
 ImageMediaType = Literal["image/png", "image/jpeg", "image/webp"]
@@ -32,7 +32,7 @@ class ImagePart:
         return f"ImagePart({self.media_type}, {self.width}x{self.height}, {len(self.data)} bytes)"
 
 
-Part = Union[TextPart, ImagePart]
+Part = TextPart | ImagePart
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,16 @@ class ModelReply:
     stop_reason: str = ""  # the API's own word: "stop", "end_turn", "length", ...
     tool_calls: tuple[ToolCall, ...] = ()
     request_id: str | None = None
+    attempts: int = 1  # HTTP attempts it took, counting retries (set by the retry layer)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function the model may call: ``parameters`` is a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
 
 
 @dataclass(frozen=True)
@@ -95,9 +105,10 @@ class ModelRequest:
     """One generation request in provider-neutral form."""
 
     messages: tuple[Message, ...]
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = None  # None: the profile's max_output_tokens
     temperature: float | None = None  # dropped by the adapter when the profile says so
     metadata: dict[str, str] = field(default_factory=dict)
+    tools: tuple[ToolSpec, ...] = ()  # offered as function tools where the API has them
 
 
 class Provider(Protocol):
@@ -109,8 +120,7 @@ class Provider(Protocol):
     def complete(self, request: ModelRequest) -> ModelReply: ...
 
 
-
 __all__: Sequence[str] = (
     "ImageMediaType", "ImagePart", "Message", "ModelReply", "ModelRequest", "Part", "Provider",
-    "Role", "TextPart", "ToolCall", "Usage",
+    "Role", "TextPart", "ToolCall", "ToolSpec", "Usage",
 )  # fmt: skip

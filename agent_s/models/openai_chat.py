@@ -1,0 +1,186 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible server (vLLM, Ollama, LM Studio, ...).
+
+``api="openai_chat"`` speaks to OpenAI itself: ``max_completion_tokens`` (the only limit its
+reasoning models accept) and ``detail: high`` images (the default "auto" may send a screenshot
+as one 512 px tile). ``api="openai_compatible"`` keeps to what local servers understand:
+``max_tokens``, no ``detail``, no ``reasoning_effort``. The model name goes out untouched.
+One HTTP attempt per ``complete``; retries are the retry layer's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from agent_s.models._common import (
+    assistant_text,
+    call_sdk,
+    count,
+    data_url,
+    field,
+    joined_text,
+    parse_arguments,
+    reply_dict,
+    sdk_client_kwargs,
+    system_text,
+    translated_errors,
+)
+from agent_s.models.endpoints import ProviderSettings
+from agent_s.models.errors import MalformedResponse, OutputTruncated, Refused
+from agent_s.models.profiles import ModelProfile
+from agent_s.models.types import (
+    ImagePart,
+    Message,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+    ToolCall,
+    Usage,
+)
+
+
+def openai_client(settings: ProviderSettings, **extra: Any) -> openai.OpenAI:
+    """The SDK client: explicit key (placeholder for a local server), URL, timeout, no retries."""
+    kwargs = sdk_client_kwargs(settings)
+    if settings.endpoint.is_azure:  # Azure's v1 endpoint reads the key from "api-key"
+        kwargs["default_headers"] = {"api-key": kwargs["api_key"]}
+    return openai.OpenAI(**kwargs, **extra)
+
+
+def output_limit(request: ModelRequest, profile: ModelProfile) -> int:
+    """The request's output-token limit, capped by the profile; the profile's when unset."""
+    if request.max_output_tokens is None:
+        return profile.max_output_tokens
+    return max(1, min(request.max_output_tokens, profile.max_output_tokens))
+
+
+class OpenAIChatProvider:
+    """``complete`` sends one Chat Completions request and returns the reply or a ModelError."""
+
+    def __init__(
+        self, settings: ProviderSettings, profile: ModelProfile, *, http_client: Any = None
+    ) -> None:
+        if settings.api not in ("openai_chat", "openai_compatible"):
+            raise ValueError(f"OpenAIChatProvider cannot serve api={settings.api!r}")
+        self.settings = settings
+        self.profile = profile
+        self._hosted_openai = settings.api == "openai_chat"
+        extra = {"http_client": http_client} if http_client is not None else {}
+        self._client = openai_client(settings, **extra)  # raises now if a hosted key is missing
+
+    @property
+    def model(self) -> str:
+        return self.settings.model
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatProvider({self.settings!r}, profile={self.profile.name!r})"
+
+    def _message(self, message: Message) -> dict[str, Any]:
+        if message.role == "assistant":
+            return {"role": "assistant", "content": assistant_text(message)}
+        if all(isinstance(p, TextPart) for p in message.parts):
+            return {"role": "user", "content": joined_text(message)}
+        content: list[dict[str, Any]] = []
+        for part in message.parts:
+            if isinstance(part, ImagePart):
+                image: dict[str, Any] = {"url": data_url(part)}
+                if self._hosted_openai:
+                    image["detail"] = "high"
+                content.append({"type": "image_url", "image_url": image})
+            else:
+                content.append({"type": "text", "text": part.text})
+        return {"role": "user", "content": content}
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The ``chat.completions.create`` arguments for ``request`` (no I/O)."""
+        messages: list[dict[str, Any]] = []
+        for message in request.messages:
+            if message.role == "system":
+                messages.append({"role": "system", "content": system_text((message,))})
+            else:
+                messages.append(self._message(message))
+        limit_param = "max_completion_tokens" if self._hosted_openai else "max_tokens"
+        kwargs: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            limit_param: output_limit(request, self.profile),
+        }
+        if request.temperature is not None and self.profile.accepts_temperature:
+            kwargs["temperature"] = request.temperature
+        if self._hosted_openai and self.profile.reasoning_effort:
+            kwargs["reasoning_effort"] = self.profile.reasoning_effort
+        if request.tools:
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }  # fmt: skip
+                for t in request.tools
+            ]
+        return kwargs
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        kwargs = self.request_kwargs(request)
+        with translated_errors(openai, self.settings):
+            response = call_sdk(self._client.chat.completions.create, kwargs)
+        return self._parse(response, kwargs)
+
+    def _usage(self, data: dict[str, Any]) -> Usage:
+        usage = data.get("usage")
+        return self.profile.usage(
+            input_tokens=count(usage, "prompt_tokens"),
+            output_tokens=count(usage, "completion_tokens"),
+            cached_input_tokens=count(usage, "prompt_tokens_details", "cached_tokens"),
+            image_tokens=count(usage, "prompt_tokens_details", "image_tokens"),
+        )
+
+    def _parse(self, response: object, kwargs: dict[str, Any]) -> ModelReply:
+        data = reply_dict(response, self.settings)
+        choices = field(data, "choices", list, "reply")
+        if not choices:
+            raise MalformedResponse("the reply has no choices")
+        choice = choices[0]
+        message = field(choice, "message", dict, "choices[0]")
+        finish = choice.get("finish_reason") or ""
+        usage = self._usage(data)
+        content = message.get("content")
+        if isinstance(content, list):  # some compatible servers send content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        text = content if isinstance(content, str) else ""
+        refusal = message.get("refusal")
+        label = self.settings.endpoint.label
+        if isinstance(refusal, str) and refusal:
+            raise Refused(
+                f"{label}: the model refused: {refusal[:200]}", refusal=refusal, usage=usage
+            )
+        if finish == "content_filter":
+            raise Refused(
+                f"{label}: the content filter stopped the reply",
+                refusal="content_filter",
+                usage=usage,
+            )
+        if finish == "length":
+            limit = kwargs.get("max_completion_tokens", kwargs.get("max_tokens"))
+            raise OutputTruncated(
+                f"{label}: the reply hit the {limit}-token output limit",
+                partial_text=text, max_output_tokens=limit, usage=usage,
+            )  # fmt: skip
+        calls = []
+        for i, call in enumerate(message.get("tool_calls") or ()):
+            function = field(call, "function", dict, f"tool_calls[{i}]")
+            name = field(function, "name", str, f"tool_calls[{i}].function")
+            arguments = parse_arguments(function.get("arguments"), f"tool_calls[{i}]")
+            calls.append(ToolCall(str(call.get("id") or f"call_{i}"), name, arguments))
+        return ModelReply(
+            text=text,
+            model=str(data.get("model") or self.settings.model),
+            usage=usage,
+            stop_reason=str(finish),
+            tool_calls=tuple(calls),
+            request_id=getattr(response, "_request_id", None) or data.get("id"),
+        )
