@@ -1,0 +1,281 @@
+"""Prompt templates: loaded from package data, rendered strictly.
+
+Each role has one template file in ``prompts/`` (installed as ``agent_s.prompts``): worker,
+reflection, code_agent, grounding_query, text_span. A file holds named sections, each starting
+with a marker line ``<!-- section: NAME -->``; text before the first marker is a header comment
+for people and is never sent. Variants of a role (one OS's hints, one coordinate convention) are
+sections of the same file, not copies of it.
+
+Sections use ``$name`` placeholders (``string.Template``; ``$$`` is a literal dollar sign).
+Rendering is strict: a placeholder without a value, a value without a placeholder and a malformed
+``$`` all raise ``PromptTemplateError`` naming the template, the section and the variable.
+Substituted values are not scanned again, so a task text containing ``$`` is sent as written.
+
+The role functions at the bottom assemble complete prompts; OS-specific text comes from the
+``Platform`` passed in, never from the machine the code runs on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from string import Template
+from typing import Literal
+
+from agent_s.errors import AgentSError
+
+ROLES = ("worker", "reflection", "code_agent", "grounding_query", "text_span")
+OsName = Literal["linux", "windows", "darwin"]
+GroundingFrame = Literal["pixels", "grid1000"]
+
+_SECTION = re.compile(r"^<!-- section: ([a-z][a-z0-9_.]*) -->[ \t]*$", re.MULTILINE)
+_OS_NAMES: dict[str, str] = {"linux": "Linux", "windows": "Windows", "darwin": "macOS"}
+#: Linux desktops that have their own hints section (``desktop.NAME`` in worker.md).
+KNOWN_DESKTOPS = ("gnome", "kde", "xfce", "openbox")
+
+
+class PromptTemplateError(AgentSError, ValueError):
+    """A template could not be loaded or rendered with the values given."""
+
+    def __init__(
+        self, message: str, *, template: str, section: str = "", variables: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.template = template
+        self.section = section
+        self.variables = tuple(variables)
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The observed desktop the agent works on: OS, desktop environment, screen."""
+
+    os: OsName
+    screen_width: int
+    screen_height: int
+    desktop: str = ""  # lower-case desktop environment / window manager, "" if unknown
+    monitors: int = 1
+
+    def __post_init__(self) -> None:
+        if self.os not in _OS_NAMES:
+            raise ValueError(f"os must be one of {sorted(_OS_NAMES)}, not {self.os!r}")
+        if self.screen_width < 1 or self.screen_height < 1 or self.monitors < 1:
+            raise ValueError("screen size and monitor count must be positive")
+
+    @property
+    def os_label(self) -> str:
+        return _OS_NAMES[self.os]
+
+    @property
+    def primary_modifier(self) -> str:
+        """The key most shortcuts use, as an action key name."""
+        return "command" if self.os == "darwin" else "ctrl"
+
+    def summary(self) -> str:
+        """One line for prompts, e.g. ``Linux (openbox desktop), one 1920x1080 screen``."""
+        desktop = f" ({self.desktop} desktop)" if self.desktop else ""
+        screens = "one" if self.monitors == 1 else f"{self.monitors} monitors forming a"
+        size = f"{self.screen_width}x{self.screen_height}"
+        return f"{self.os_label}{desktop}, {screens} {size} screen"
+
+
+def detect_platform(
+    screen_width: int,
+    screen_height: int,
+    *,
+    system: str,
+    environ: Mapping[str, str],
+    monitors: int = 1,
+) -> Platform:
+    """Build a ``Platform`` from ``sys.platform`` and the environment, read by the caller."""
+    if system.startswith("linux"):
+        os_name: OsName = "linux"
+    elif system in ("win32", "cygwin"):
+        os_name = "windows"
+    elif system == "darwin":
+        os_name = "darwin"
+    else:
+        raise ValueError(f"unsupported platform {system!r}")
+    desktop = ""
+    if os_name == "linux":
+        named = ":".join(environ.get(k, "") for k in ("XDG_CURRENT_DESKTOP", "DESKTOP_SESSION"))
+        parts = [p.strip().lower() for p in named.split(":") if p.strip()]
+        known = [p for p in parts if p in KNOWN_DESKTOPS or p == "plasma"]
+        chosen = known[0] if known else (parts[0] if parts else "")
+        desktop = "kde" if chosen == "plasma" else chosen
+    return Platform(os_name, screen_width, screen_height, desktop=desktop, monitors=monitors)
+
+
+class PromptTemplate:
+    """One role's template file: its sections, each a ``string.Template``."""
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        markers = list(_SECTION.finditer(text))
+        if not markers:
+            raise PromptTemplateError(f"template {name!r} has no sections", template=name)
+        sections: dict[str, str] = {}
+        for marker, following in zip(markers, [*markers[1:], None], strict=True):
+            section = marker.group(1)
+            if section in sections:
+                raise PromptTemplateError(
+                    f"template {name!r} defines section {section!r} twice",
+                    template=name, section=section,
+                )  # fmt: skip
+            end = following.start() if following else len(text)
+            sections[section] = text[marker.end() : end].strip("\n").rstrip()
+        self._sections = sections
+        self._placeholders = {s: self._scan(s, body) for s, body in sections.items()}
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return tuple(self._sections)
+
+    def has(self, section: str) -> bool:
+        return section in self._sections
+
+    def placeholders(self, section: str) -> frozenset[str]:
+        self._require(section)
+        return self._placeholders[section]
+
+    def render(self, section: str, /, **values: str | int) -> str:
+        """Fill ``section``; every placeholder needs a value and every value a placeholder."""
+        wanted = self.placeholders(section)
+        missing = sorted(wanted - values.keys())
+        if missing:
+            raise PromptTemplateError(
+                f"template {self.name!r} section {section!r}: no value for "
+                + ", ".join(f"${m}" for m in missing),
+                template=self.name, section=section, variables=missing,
+            )  # fmt: skip
+        extra = sorted(values.keys() - wanted)
+        if extra:
+            raise PromptTemplateError(
+                f"template {self.name!r} section {section!r} does not use "
+                + ", ".join(extra),
+                template=self.name, section=section, variables=extra,
+            )  # fmt: skip
+        for key, value in values.items():
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise PromptTemplateError(
+                    f"template {self.name!r} section {section!r}: ${key} must be text or an "
+                    f"integer, not {type(value).__name__}",
+                    template=self.name, section=section, variables=[key],
+                )  # fmt: skip
+        strings = {key: str(value) for key, value in values.items()}
+        return Template(self._sections[section]).substitute(strings)
+
+    def _require(self, section: str) -> None:
+        if section not in self._sections:
+            raise PromptTemplateError(
+                f"template {self.name!r} has no section {section!r} "
+                f"(it has: {', '.join(self._sections)})",
+                template=self.name, section=section,
+            )  # fmt: skip
+
+    def _scan(self, section: str, body: str) -> frozenset[str]:
+        names: set[str] = set()
+        for match in Template.pattern.finditer(body):
+            if match.group("invalid") is not None:
+                line = body.count("\n", 0, match.start()) + 1
+                raise PromptTemplateError(
+                    f"template {self.name!r} section {section!r} line {line}: a '$' that starts "
+                    "no placeholder (write '$$' for a literal dollar sign)",
+                    template=self.name, section=section,
+                )  # fmt: skip
+            name = match.group("named") or match.group("braced")
+            if name:
+                names.add(name)
+        return frozenset(names)
+
+
+@cache
+def load_template(role: str) -> PromptTemplate:
+    """The template for ``role`` (one of ``ROLES``), read once from package data."""
+    if role not in ROLES:
+        raise PromptTemplateError(
+            f"no prompt template for role {role!r}; roles are {', '.join(ROLES)}", template=role
+        )
+    text = resources.files("agent_s.prompts").joinpath(f"{role}.md").read_text(encoding="utf-8")
+    return PromptTemplate(role, text)
+
+
+def render(role: str, section: str, /, **values: str | int) -> str:
+    """Render one section of one role's template strictly."""
+    return load_template(role).render(section, **values)
+
+
+# -- complete prompts, one function per role ---------------------------------------------------
+
+
+def worker_system_prompt(platform: Platform, *, catalogue: str | None = None) -> str:
+    """The GUI worker's system prompt: platform hints, the action catalogue, how to reply.
+
+    ``catalogue`` defaults to the one generated from the action definitions.
+    """
+    if catalogue is None:
+        from agent_s.actions.catalogue import action_catalogue
+
+        catalogue = action_catalogue()
+    template = load_template("worker")
+    modifier = platform.primary_modifier
+    hints = [template.render(f"hints.{platform.os}", primary_modifier=modifier)]
+    if platform.os == "linux" and template.has(f"desktop.{platform.desktop}"):
+        hints.append(template.render(f"desktop.{platform.desktop}"))
+    if platform.monitors > 1:
+        hints.append(template.render("multi_monitor", monitors=platform.monitors))
+    return template.render(
+        "system",
+        platform_summary=platform.summary(),
+        platform_hints="\n".join(hints),
+        action_catalogue=catalogue.strip(),
+        primary_modifier=modifier,
+    )
+
+
+def reflection_system_prompt(platform: Platform) -> str:
+    """The reviewer's system prompt: judge the trajectory, advise the worker."""
+    return render("reflection", "system", platform_summary=platform.summary())
+
+
+def code_agent_system_prompt(platform: Platform, *, max_steps: int, timeout_seconds: int) -> str:
+    """The coding sub-agent's system prompt: one Python or Bash block per turn, then DONE/FAIL."""
+    template = load_template("code_agent")
+    return template.render(
+        "system",
+        platform_summary=platform.summary(),
+        os_hints=template.render(f"hints.{platform.os}"),
+        max_steps=max_steps,
+        timeout_seconds=timeout_seconds,
+    )
+
+
+def grounding_query_prompt(
+    expression: str, *, width: int, height: int, frame: GroundingFrame = "pixels"
+) -> str:
+    """Ask a grounding model where ``expression`` is in a ``width`` x ``height`` image.
+
+    ``frame`` picks the coordinate convention the grounding model is asked to answer in.
+    """
+    values: dict[str, str | int] = {"expression": expression.strip()}
+    if frame == "pixels":
+        values.update(width=width, height=height)
+    return render("grounding_query", frame, **values)
+
+
+def text_span_prompt(start_phrase: str, end_phrase: str, words: Sequence[str]) -> str:
+    """Ask a model which numbered OCR words start and end a phrase span."""
+    if not words:
+        raise ValueError("text_span_prompt needs at least one OCR word")
+    numbered = "\n".join(f"{i}: {word}" for i, word in enumerate(words))
+    return render(
+        "text_span",
+        "query",
+        start_phrase=start_phrase.strip(),
+        end_phrase=end_phrase.strip(),
+        words=numbered,
+        last_index=len(words) - 1,
+    )

@@ -1,0 +1,365 @@
+"""Prompt templates: strict rendering, platform-specific hints, and snapshots of every role.
+
+Snapshots live in tests/snapshots/. After changing a template on purpose, rewrite them with
+``AGENT_S_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_prompts.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from agent_s.actions.catalogue import action_catalogue
+from agent_s.context import (
+    Grounding,
+    Outcome,
+    StepRecord,
+    build_messages,
+    build_reflection_messages,
+)
+from agent_s.desktop.ops import Point
+from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
+from agent_s.models.types import ImagePart, Message, TextPart
+from agent_s.prompting import (
+    KNOWN_DESKTOPS,
+    ROLES,
+    Platform,
+    PromptTemplate,
+    PromptTemplateError,
+    code_agent_system_prompt,
+    detect_platform,
+    grounding_query_prompt,
+    load_template,
+    reflection_system_prompt,
+    render,
+    text_span_prompt,
+    worker_system_prompt,
+)
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("AGENT_S_UPDATE_SNAPSHOTS") == "1"
+
+LINUX = Platform("linux", 1920, 1080, desktop="openbox")
+GNOME = Platform("linux", 1280, 800, desktop="gnome")
+WINDOWS = Platform("windows", 2560, 1440, monitors=2)
+MAC = Platform("darwin", 1440, 900)
+
+
+def assert_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / f"{name}.txt"
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"no snapshot {path.name}; create it with AGENT_S_UPDATE_SNAPSHOTS=1")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                f"snapshots/{path.name}",
+                "rendered now",
+            )  # fmt: skip
+        )
+        pytest.fail(
+            f"the rendered prompt {name!r} differs from its snapshot. If the change is meant, "
+            f"rerun with AGENT_S_UPDATE_SNAPSHOTS=1 and review the diff.\n{diff}"
+        )
+
+
+def _conversation(messages: tuple[Message, ...]) -> str:
+    """A request as text, images shown as placeholders: what the snapshot pins."""
+    out = []
+    for message in messages:
+        out.append(f"===== {message.role}")
+        for part in message.parts:
+            if isinstance(part, ImagePart):
+                out.append(f"[image {part.media_type} {part.width}x{part.height}]")
+            else:
+                assert isinstance(part, TextPart)
+                out.append(part.text)
+    return "\n".join(out) + "\n"
+
+
+# -- snapshots ---------------------------------------------------------------------------------
+
+# One worker snapshot carries the real generated catalogue (so a change to the actions shows up
+# in exactly one file); the platform variants use a stand-in to pin the template alone.
+STAND_IN = "(the action catalogue)"
+
+RENDERED = {
+    "worker_linux_openbox": lambda: worker_system_prompt(LINUX),
+    "worker_linux_gnome": lambda: worker_system_prompt(GNOME, catalogue=STAND_IN),
+    "worker_windows_two_monitors": lambda: worker_system_prompt(WINDOWS, catalogue=STAND_IN),
+    "worker_darwin": lambda: worker_system_prompt(MAC, catalogue=STAND_IN),
+    "reflection_linux": lambda: reflection_system_prompt(LINUX),
+    "code_agent_linux": lambda: code_agent_system_prompt(LINUX, max_steps=20, timeout_seconds=60),
+    "code_agent_windows": lambda: code_agent_system_prompt(
+        WINDOWS, max_steps=20, timeout_seconds=60
+    ),
+    "code_agent_result": lambda: render(
+        "code_agent",
+        "result",
+        step=3,
+        language="bash",
+        exit_status=0,
+        output="total.ods\nreport.txt",
+        remaining=17,
+    ),  # fmt: skip
+    "grounding_query_pixels": lambda: grounding_query_prompt(
+        "the Save button in the toolbar", width=1280, height=720
+    ),
+    "grounding_query_grid1000": lambda: grounding_query_prompt(
+        "the Save button in the toolbar", width=1280, height=720, frame="grid1000"
+    ),
+    "text_span": lambda: text_span_prompt(
+        "The quick",
+        "lazy dog.",
+        ["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog."],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RENDERED))
+def test_rendered_prompt_matches_its_snapshot(name: str) -> None:
+    text = RENDERED[name]()
+    assert text == text.strip()  # no stray blank lines at either end
+    assert not re.search(r"\$\{?[a-z_]", text)  # every placeholder was filled
+    assert_snapshot(name, text + "\n")
+
+
+def _records() -> tuple[list[StepRecord], EncodedImage]:
+    blank = Image.new("RGB", (1920, 1080), "white")
+    screen = encode_screenshot(blank, ImageSpec(max_long_side=1280))
+    replies = [
+        ("The desktop is empty. I open the text editor.", 'agent.open(app_or_filename="mousepad")',
+         Outcome.success(), ()),
+        ("The editor is open. I type the greeting.", 'agent.type(text="Hello")',
+         Outcome.success(), ()),
+        ("I save with the menu.", 'agent.click(element_description="the File menu")',
+         Outcome.failure("the grounder found two File menus"),
+         (Grounding("the File menu", "ocr", None),)),
+        ("The File menu is in the editor window's menu bar.",
+         'agent.click(element_description="File in the editor menu bar")', Outcome.success(),
+         (Grounding("File in the editor menu bar", "ui-tars-1.5-7b", Point(42, 61)),)),
+    ]  # fmt: skip
+    records = [
+        StepRecord(i, screen, f"{why}\n```python\n{action}\n```", action, outcome, grounding)
+        for i, (why, action, outcome, grounding) in enumerate(replies, 1)
+    ]
+    return records, screen
+
+
+def test_worker_conversation_matches_its_snapshot() -> None:
+    records, screen = _records()
+    messages = build_messages(
+        "(system prompt)", "Write Hello in a new file and save it as hello.txt in the home folder.",
+        records, screen, ["the file must be called hello.txt"],
+        reflection="OFF TRACK\nThe first File click was ambiguous; describe the menu bar.",
+        max_steps=15,
+    )  # fmt: skip
+    assert_snapshot("conversation_worker", _conversation(messages))
+
+
+def test_reflection_conversation_matches_its_snapshot() -> None:
+    records, screen = _records()
+    messages = build_reflection_messages(
+        "(system prompt)", "Write Hello in a new file and save it as hello.txt.", records, screen
+    )
+    assert_snapshot("conversation_reflection", _conversation(messages))
+
+
+def test_a_changed_prompt_fails_its_snapshot() -> None:
+    if UPDATE:
+        pytest.skip("snapshots are being rewritten")
+    changed = worker_system_prompt(LINUX).replace("exactly one action", "one or two actions")
+    with pytest.raises(pytest.fail.Exception, match="differs from its snapshot"):
+        assert_snapshot("worker_linux_openbox", changed + "\n")
+
+
+# -- the worker prompt's content ---------------------------------------------------------------
+
+
+def test_worker_prompt_carries_the_generated_catalogue() -> None:
+    catalogue = action_catalogue().strip()
+    assert catalogue
+    assert catalogue in worker_system_prompt(LINUX)
+
+
+def test_actions_named_in_the_worker_template_exist() -> None:
+    text = resources.files("agent_s.prompts").joinpath("worker.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z_]+)`", text))
+    assert named  # the template does refer to actions by name
+    catalogue = action_catalogue()
+    missing = sorted(n for n in named if not re.search(rf"\b{n}\(", catalogue))
+    assert not missing, f"worker.md names actions the catalogue does not have: {missing}"
+
+
+def test_hints_follow_the_observed_platform() -> None:
+    linux, windows, mac = (worker_system_prompt(p) for p in (LINUX, WINDOWS, MAC))
+    assert "Linux (openbox desktop), one 1920x1080 screen" in linux
+    assert "no panel, no taskbar" in linux
+    assert "ctrl+s" in linux
+    assert "C:\\Users" not in linux
+    assert "Spotlight" not in linux
+    assert "Windows, 2 monitors forming a 2560x1440 screen" in windows
+    assert "C:\\Users" in windows
+    assert "all 2 monitors" in windows
+    assert "/home/" not in windows
+    assert "command+s" in mac
+    assert "ctrl+s" not in mac
+    assert "Spotlight" in mac
+    assert "Activities overview" in worker_system_prompt(GNOME)
+    assert "Activities overview" not in linux
+
+
+def test_no_credentials_sudo_or_benchmark_rules_in_any_template() -> None:
+    forbidden = [
+        r"password\s*(is|:|=)", r"\bsudo\s+(-\w|apt|pip|dnf|yum|sh\b)", r"\|\s*sudo",
+        r"/home/user\b", r"osworld", r"windowsagentarena", r"androidworld",
+    ]  # fmt: skip
+    for role in ROLES:
+        text = resources.files("agent_s.prompts").joinpath(f"{role}.md").read_text("utf-8")
+        for pattern in forbidden:
+            assert not re.search(pattern, text, re.IGNORECASE), (role, pattern)
+
+
+# -- strict rendering --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_section_of_every_template_renders(role: str) -> None:
+    template = load_template(role)
+    assert template.sections
+    for section in template.sections:
+        values = {name: f"<{name}>" for name in template.placeholders(section)}
+        text = template.render(section, **values)
+        assert text.strip()
+        for name in values:
+            assert f"<{name}>" in text
+
+
+def test_sections_the_code_relies_on_exist() -> None:
+    worker, code = load_template("worker"), load_template("code_agent")
+    for os_name in ("linux", "windows", "darwin"):
+        assert worker.has(f"hints.{os_name}")
+        assert code.has(f"hints.{os_name}")
+    for desktop in KNOWN_DESKTOPS:
+        assert worker.has(f"desktop.{desktop}")
+
+
+def test_a_missing_variable_names_the_template_section_and_variable() -> None:
+    with pytest.raises(PromptTemplateError, match=r"'worker' section 'result': no value") as caught:
+        render("worker", "result", step=3)
+    assert "$result" in str(caught.value)
+    error = caught.value
+    assert (error.template, error.section, error.variables) == ("worker", "result", ("result",))
+
+
+def test_an_unused_variable_fails() -> None:
+    with pytest.raises(PromptTemplateError, match="does not use colour") as caught:
+        render("worker", "task", task="x", colour="red")
+    assert caught.value.variables == ("colour",)
+
+
+def test_values_must_be_text_or_integers() -> None:
+    with pytest.raises(PromptTemplateError, match=r"\$step must be text or an integer"):
+        render("worker", "screen", step=2.5)  # type: ignore[arg-type]
+    with pytest.raises(PromptTemplateError, match="must be text or an integer"):
+        render("worker", "screen", step=True)
+
+
+def test_values_are_not_scanned_for_placeholders() -> None:
+    assert render("worker", "task", task="pay $5 to ${name}") == "Your task: pay $5 to ${name}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("no sections here", "has no sections"),
+        ("<!-- section: a -->\nx\n<!-- section: a -->\ny", "defines section 'a' twice"),
+        ("<!-- section: a -->\ncosts $5", "line 1: a '\\$' that starts no placeholder"),
+    ],
+)
+def test_malformed_templates_are_refused(text: str, message: str) -> None:
+    with pytest.raises(PromptTemplateError, match=message):
+        PromptTemplate("custom", text)
+
+
+def test_sections_and_roles_must_exist() -> None:
+    with pytest.raises(PromptTemplateError, match="has no section 'nope'"):
+        render("worker", "nope")
+    with pytest.raises(PromptTemplateError, match="no prompt template for role 'planner'"):
+        load_template("planner")
+
+
+def test_header_comment_is_not_part_of_any_section() -> None:
+    template = PromptTemplate("t", "<!-- notes $ignored -->\n<!-- section: a -->\n\nHi $who\n\n")
+    assert template.sections == ("a",)
+    assert template.render("a", who="you") == "Hi you"
+
+
+# -- role helpers ------------------------------------------------------------------------------
+
+
+def test_grounding_query_frames() -> None:
+    pixels = grounding_query_prompt("  the OK button ", width=1280, height=720)
+    assert "1280 x 720 pixel screenshot" in pixels
+    assert "0 <= x < 1280 and 0 <= y < 720" in pixels
+    assert "Find this element: the OK button\n" in pixels
+    grid = grounding_query_prompt("the OK button", width=1280, height=720, frame="grid1000")
+    assert "1000" in grid
+    assert "1280" not in grid
+
+
+def test_text_span_numbers_the_words() -> None:
+    prompt = text_span_prompt("Hello", "world", ["Hello", "big", "world"])
+    assert "0: Hello\n1: big\n2: world" in prompt
+    assert "<= 2" in prompt
+    assert '{"start": null, "end": null}' in prompt
+    with pytest.raises(ValueError, match="at least one"):
+        text_span_prompt("a", "b", [])
+
+
+def test_code_agent_prompt_states_its_limits() -> None:
+    prompt = code_agent_system_prompt(LINUX, max_steps=12, timeout_seconds=45)
+    assert "at most 12 turns" in prompt
+    assert "after 45 seconds" in prompt
+    assert "DONE or FAIL" in prompt
+    assert "Bash and python3 are available" in prompt
+
+
+@pytest.mark.parametrize(
+    ("system", "environ", "expected"),
+    [
+        ("linux", {"XDG_CURRENT_DESKTOP": "ubuntu:GNOME"}, ("linux", "gnome")),
+        ("linux", {"XDG_CURRENT_DESKTOP": "KDE"}, ("linux", "kde")),
+        ("linux", {"DESKTOP_SESSION": "plasma"}, ("linux", "kde")),
+        ("linux", {"XDG_CURRENT_DESKTOP": "XFCE"}, ("linux", "xfce")),
+        ("linux", {"DESKTOP_SESSION": "sway"}, ("linux", "sway")),
+        ("linux", {}, ("linux", "")),
+        ("win32", {"XDG_CURRENT_DESKTOP": "GNOME"}, ("windows", "")),
+        ("darwin", {}, ("darwin", "")),
+    ],
+)
+def test_detect_platform(system: str, environ: dict[str, str], expected: tuple[str, str]) -> None:
+    platform = detect_platform(1920, 1080, system=system, environ=environ)
+    assert (platform.os, platform.desktop) == expected
+    assert (platform.screen_width, platform.screen_height) == (1920, 1080)
+
+
+def test_platform_rejects_unknown_systems_and_sizes() -> None:
+    with pytest.raises(ValueError, match="unsupported platform"):
+        detect_platform(800, 600, system="freebsd14", environ={})
+    with pytest.raises(ValueError, match="os must be"):
+        Platform("beos", 800, 600)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive"):
+        Platform("linux", 0, 600)
