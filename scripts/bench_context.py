@@ -273,13 +273,7 @@ def _send(
 
 def image_spec(api: ApiKind, model: str) -> ImageSpec:
     """The encoding the model's profile asks for."""
-    profile = ProfileRegistry().resolve(model, api)
-    return ImageSpec(
-        format=profile.image_format,
-        quality=profile.image_quality,
-        max_long_side=profile.max_image_long_side,
-        max_pixels=profile.max_image_pixels,
-    )
+    return ProfileRegistry().resolve(model, api).image_spec
 
 
 def _provider(api: ApiKind, model: str, server: ScriptedModelServer) -> Provider:

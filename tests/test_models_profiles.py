@@ -62,7 +62,7 @@ def test_unknown_models_get_their_apis_default() -> None:
 def test_ui_tars_profile_keeps_pixels_exact_and_counts_qwen_patches() -> None:
     profile = REGISTRY.resolve("ByteDance-Seed/UI-TARS-1.5-7B", "openai_compatible")
     assert profile.image_format == "png"
-    assert profile.fit_image(1920, 1080) == (1920, 1080)  # within 16384*28*28 pixels
+    assert profile.image_spec.fit(1920, 1080) == (1920, 1080)  # within 16384*28*28 pixels
     assert profile.estimate_image_tokens(1932, 1092) == 69 * 39
 
 
@@ -72,7 +72,7 @@ def test_image_token_rules_match_the_vendors_published_examples() -> None:
     assert openai.estimate_image_tokens(2048, 4096) == 1105
     claude = REGISTRY.resolve("claude-3-5-haiku", "anthropic")
     assert claude.estimate_image_tokens(1092, 1092) == 1590
-    assert claude.fit_image(1920, 1080) == (1429, 804)  # <= 1.15 MP and <= 1568 px
+    assert claude.image_spec.fit(1920, 1080) == (1429, 804)  # <= 1.15 MP and <= 1568 px
 
 
 @given(
@@ -86,7 +86,7 @@ def test_fit_image_respects_limits_keeps_aspect_and_never_upscales(
     width, height, long_side, pixels
 ) -> None:
     profile = ModelProfile(max_image_long_side=long_side, max_image_pixels=pixels)
-    w, h = profile.fit_image(width, height)
+    w, h = profile.image_spec.fit(width, height)
     assert 1 <= w <= width
     assert 1 <= h <= height
     if (w, h) == (width, height):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from agent_s.images import ImageFormat, ImageSpec
 from agent_s.models.errors import ProfileConfigError
 from agent_s.models.types import Usage
 
@@ -35,7 +36,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 ApiKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_compatible"]
-ImageFormat = Literal["png", "jpeg", "webp"]
 ImagePricing = Literal["openai_tiles", "anthropic_pixels", "qwen_patches", "area"]
 ThinkingType = Literal["enabled", "adaptive"]
 
@@ -76,22 +76,12 @@ class ModelProfile:
     def prices_known(self) -> bool:
         return self.input_price is not None and self.output_price is not None
 
-    def fit_image(self, width: int, height: int) -> tuple[int, int]:
-        """The largest size within this profile's limits with the same aspect ratio (never up)."""
-        if width <= 0 or height <= 0:
-            raise ValueError(f"image size must be positive, got {width}x{height}")
-        scale = min(
-            1.0,
-            self.max_image_long_side / max(width, height),
-            math.sqrt(self.max_image_pixels / (width * height)),
+    @property
+    def image_spec(self) -> ImageSpec:
+        """How screenshots are encoded for this model (size limits, format, quality)."""
+        return ImageSpec(
+            self.image_format, self.image_quality, self.max_image_long_side, self.max_image_pixels
         )
-        if scale >= 1.0:
-            return width, height
-        w, h = max(1, math.floor(width * scale)), max(1, math.floor(height * scale))
-        # A side clamped up to one pixel can push the area over the limit: trim the other.
-        h = min(h, max(1, self.max_image_pixels // w))
-        w = min(w, max(1, self.max_image_pixels // h))
-        return w, h
 
     def estimate_image_tokens(self, width: int, height: int) -> int:
         """Input tokens an image of this size (as sent) costs, by the vendor's published rule."""
