@@ -8,31 +8,38 @@ with the encoded size. Run: ``.venv/bin/python scripts/bench_capture.py [--round
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import mss
 from PIL import Image
 
 from agent_s.desktop.virtual import VirtualDesktop
+from agent_s.images import ImageSpec, encode_screenshot
+from agent_s.models.profiles import ProfileRegistry
 
-# The encodings we send (see agent_s.images): lossless PNG, JPEG q85, WebP q80.
-ENCODINGS: dict[str, dict[str, object]] = {
-    "PNG": {"format": "PNG", "compress_level": 6},
-    "JPEG q85": {"format": "JPEG", "quality": 85},
-    "WebP q80": {"format": "WEBP", "quality": 80, "method": 4},
+# Each format at full size, then what the default OpenAI and Anthropic profiles send.
+ENCODINGS: dict[str, ImageSpec] = {
+    "PNG": ImageSpec("png"),
+    "JPEG q85": ImageSpec("jpeg", 85),
+    "WebP q80": ImageSpec("webp", 80),
+    "gpt-4o": ProfileRegistry().resolve("gpt-4o", "openai_chat").image_spec,
+    "claude": ProfileRegistry().resolve("claude-sonnet-4-5", "anthropic").image_spec,
 }
 
 
-def _median_ms(fn: Callable[[], object], rounds: int) -> tuple[float, object]:
-    times, result = [], None
+T = TypeVar("T")
+
+
+def _median_ms(fn: Callable[[], T], rounds: int) -> tuple[float, T]:
+    times = []
     for _ in range(rounds):
         start = time.perf_counter()
-        result = fn()
+        result = fn()  # the last round's result is returned
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times), result
 
@@ -56,19 +63,13 @@ def bench(width: int, height: int, rounds: int) -> list[str]:
             to_pil_ms, image = _median_ms(
                 lambda: Image.frombytes("RGB", raw.size, raw.bgra, "raw", "BGRX"), rounds
             )
-        assert isinstance(image, Image.Image)
         rows.append(f"{width}x{height}  grab {grab_ms:6.1f} ms   to PIL {to_pil_ms:6.1f} ms")
-        for name, params in ENCODINGS.items():
-            params = dict(params)
-            fmt = params.pop("format")
-
-            def encode(fmt: object = fmt, params: dict[str, object] = params) -> int:
-                buffer = io.BytesIO()
-                image.save(buffer, format=fmt, **params)
-                return buffer.tell()
-
-            ms, size = _median_ms(encode, max(3, rounds // 3))
-            rows.append(f"{'':11}{name:<10} encode {ms:6.1f} ms   {size / 1024:7.0f} KiB")
+        for name, spec in ENCODINGS.items():
+            ms, sent = _median_ms(lambda s=spec: encode_screenshot(image, s), max(3, rounds // 3))
+            rows.append(
+                f"{'':11}{name:<9} {spec.format:>4} {sent.width}x{sent.height:<5} "
+                f"encode {ms:6.1f} ms  {sent.nbytes / 1024:6.0f} KiB"
+            )
     return rows
 
 
@@ -76,6 +77,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30, help="repetitions per measurement")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     cpu = subprocess.run(["nproc"], capture_output=True, text=True, check=False).stdout.strip()
     print(f"capture and encode, median of {args.rounds} rounds ({cpu} cores)")
     for width, height in ((1280, 800), (1920, 1080)):
