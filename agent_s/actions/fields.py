@@ -1,0 +1,144 @@
+"""The argument types of the actions: constrained, normalised, with clear error messages.
+
+Each type is an ``Annotated`` pydantic type whose validators raise ``ValueError`` with a message
+written for the model that produced the value (it is sent back as feedback): key names are
+normalised with ``agent_s.keys.normalize_key``, texts are checked to be typable, spreadsheet
+cell references are read as A1 references.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+
+from agent_s.keys import normalize_key
+
+Button = Literal["left", "middle", "right"]
+
+MAX_TEXT = 20_000
+MAX_DESCRIPTION = 500
+MAX_NOTE = 2_000
+MAX_CELL_TEXT = 10_000
+
+
+def _no_bool(value: object) -> object:
+    # pydantic's lax mode reads True as 1; a boolean where a number belongs is a mistake.
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got the boolean {value}")
+    return value
+
+
+def _typable(text: str) -> str:
+    """Reject characters no keyboard or clipboard can deliver: control codes and lone surrogates."""
+    bad = [c for c in text if c not in "\n\t\r" and unicodedata.category(c) in ("Cc", "Cs")]
+    if bad:
+        raise ValueError(f"contains U+{ord(bad[0]):04X}, which cannot be typed; remove it")
+    return text
+
+
+def _nonzero(clicks: int) -> int:
+    if clicks == 0:
+        raise ValueError("must not be 0: positive scrolls up, negative scrolls down")
+    return clicks
+
+
+def _key(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a key must be a string such as 'ctrl' or 'a', got {value!r}")
+    return normalize_key(value)
+
+
+def _key_list(value: object) -> object:
+    if isinstance(value, str):
+        raise ValueError(
+            f"keys must be a list of key names such as ['ctrl', 'c'], not the string {value!r}"
+        )
+    return value
+
+
+def _distinct(keys: tuple[str, ...]) -> tuple[str, ...]:
+    seen = [k for i, k in enumerate(keys) if k in keys[:i]]
+    if seen:
+        raise ValueError(f"key {seen[0]!r} is listed twice")
+    return keys
+
+
+Int = Annotated[int, BeforeValidator(_no_bool)]
+ScrollClicks = Annotated[Int, AfterValidator(_nonzero)]
+Float = Annotated[float, BeforeValidator(_no_bool)]
+KeyName = Annotated[str, BeforeValidator(_key)]
+KeyList = Annotated[tuple[KeyName, ...], BeforeValidator(_key_list), AfterValidator(_distinct)]
+PressKeys = Annotated[tuple[KeyName, ...], BeforeValidator(_key_list)]  # repeats allowed
+Description = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_DESCRIPTION)
+]
+AppCode = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Note = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NOTE)]
+TypableText = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_typable)]
+
+# A1-style cell reference: column letters then row number, optional $ anchors ("B3", "$AA$10").
+_CELL = re.compile(r"\$?([A-Za-z]{1,3})\$?([0-9]{1,7})")
+_MAX_COLUMN, _MAX_ROW = 16_384, 1_048_576  # XFD, as in Calc's largest sheet size
+_SHEET_FORBIDDEN = set("[]*?:/\\")
+CellValue = str | int | float | bool | None
+
+
+def _cell_ref(ref: object) -> str:
+    match = _CELL.fullmatch(ref.strip()) if isinstance(ref, str) else None
+    if match is None:
+        raise ValueError(f"cell {ref!r} is not an A1 reference such as 'B3'")
+    letters, row = match.group(1).upper(), int(match.group(2))
+    column = 0
+    for letter in letters:
+        column = column * 26 + ord(letter) - ord("A") + 1
+    if column > _MAX_COLUMN or not 1 <= row <= _MAX_ROW:
+        raise ValueError(f"cell {ref!r} is outside the sheet (columns A..XFD, rows 1..{_MAX_ROW})")
+    return f"{letters}{row}"
+
+
+def _cell_values(value: object) -> object:
+    if not isinstance(value, dict):
+        return value  # pydantic reports the wrong type
+    cells: dict[str, CellValue] = {}
+    for ref, cell in value.items():
+        key = _cell_ref(ref)
+        if key in cells:
+            raise ValueError(f"cell {key} is given twice")
+        if isinstance(cell, str):
+            if "\t" in cell or "\r" in cell:
+                raise ValueError(f"cell {key}: a tab or carriage return cannot go in a cell")
+            _typable(cell)
+            if len(cell) > MAX_CELL_TEXT:
+                raise ValueError(f"cell {key}: text is longer than {MAX_CELL_TEXT} characters")
+        elif isinstance(cell, float) and not math.isfinite(cell):
+            raise ValueError(f"cell {key}: {cell!r} is not a finite number")
+        elif cell is not None and not isinstance(cell, (bool, int, float)):
+            raise ValueError(
+                f"cell {key}: a value must be text, a number, true/false or None (to clear), "
+                f"got {type(cell).__name__}"
+            )
+        cells[key] = cell
+    return cells
+
+
+def _sheet_name(name: str | None) -> str | None:
+    if name is None:
+        return None
+    bad = sorted(_SHEET_FORBIDDEN.intersection(name))
+    if bad:
+        raise ValueError(f"a sheet name cannot contain {' '.join(bad)}")
+    if name.startswith("'") or name.endswith("'"):
+        raise ValueError("a sheet name cannot start or end with an apostrophe")
+    return name
+
+
+SheetName = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    AfterValidator(_sheet_name),
+]
+CellValues = Annotated[dict[str, CellValue], BeforeValidator(_cell_values)]

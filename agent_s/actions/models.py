@@ -1,0 +1,402 @@
+"""The typed actions: one frozen pydantic model per action, a closed union tagged by ``action``.
+
+The field descriptions and the first line of each docstring are the model-facing documentation:
+the prompt's action catalogue and the JSON schema for tool-calling models are generated from
+them (``agent_s.actions.catalogue``), and the same definitions validate a parsed reply.
+
+Each action knows which referring expressions must be grounded to screen points
+(``targets()``) and what primitive desktop operations it becomes once they have been
+(``plan(points)``); ``to_pyautogui(points)`` renders that plan as pyautogui code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agent_s.actions.fields import (
+    AppCode,
+    Button,
+    CellValues,
+    Description,
+    Float,
+    Int,
+    KeyList,
+    Note,
+    PressKeys,
+    ScrollClicks,
+    SheetName,
+    TypableText,
+)
+from agent_s.desktop import ops
+
+TargetKind = Literal["element", "text_start", "text_end"]
+Grounded = tuple[tuple[TargetKind, str], ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A referring expression to ground: a screen element, or the first/last words of a span."""
+
+    kind: TargetKind
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# -- the actions ----------------------------------------------------------------------------------
+
+
+class ActionModel(BaseModel):
+    """Base of every action."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    terminal: ClassVar[bool] = False
+    # (kind, field) of each referring expression to ground; an optional field left out is skipped
+    grounded: ClassVar[Grounded] = ()
+    sentinel: ClassVar[str | None] = None  # what OSWorld runners get instead of code
+
+    @classmethod
+    def argument_names(cls) -> tuple[str, ...]:
+        """The arguments in positional order (every field but the ``action`` tag)."""
+        return tuple(name for name in cls.model_fields if name != "action")
+
+    def targets(self) -> tuple[Target, ...]:
+        """The referring expressions to ground to screen points, in order."""
+        found = ((kind, getattr(self, name)) for kind, name in self.grounded)
+        return tuple(Target(kind, text) for kind, text in found if text is not None)
+
+    def plan(self, points: Sequence[ops.Point] = ()) -> list[ops.Op]:
+        """The primitive desktop operations, given one screen point per target."""
+        points = list(points)
+        if len(points) != len(self.targets()):
+            raise ValueError(
+                f"{self.action} needs {len(self.targets())} point(s), one per target; "
+                f"got {len(points)}"
+            )
+        return self._plan(points)
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        return []
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether this action ends the task (``done``, ``fail``)."""
+        return self.terminal
+
+    @property
+    def is_desktop(self) -> bool:
+        """Whether this action does anything on the desktop (has a non-empty plan)."""
+        return bool(self.plan([ops.Point(0, 0)] * len(self.targets())))
+
+    def to_pyautogui(self, points: Sequence[ops.Point] = ()) -> str:
+        """pyautogui code for runners that execute code strings (OSWorld), or the sentinel
+        "DONE" / "FAIL" / "WAIT" for an action that does nothing on the desktop."""
+        from agent_s.actions.render import render
+
+        plan = self.plan(points)
+        return self.sentinel if self.sentinel is not None else render(plan)
+
+
+class ClickAction(ActionModel):
+    """Click an element on the screen."""
+
+    action: Literal["click"] = "click"
+    grounded: ClassVar[Grounded] = (("element", "element_description"),)
+    element_description: Description = Field(
+        description="the element to click, described by its visible text, icon, colour and "
+        "position so that only one element on the screen fits"
+    )
+    num_clicks: Int = Field(1, ge=1, le=3, description="1 for a click, 2 for a double click")
+    button_type: Button = Field("left", description="the mouse button")
+    hold_keys: KeyList = Field(
+        (), max_length=4, description="keys held down during the click, e.g. ['ctrl']"
+    )
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        (at,) = points
+        return [ops.Click(at, self.button_type, self.num_clicks, self.hold_keys)]
+
+
+class TypeAction(ActionModel):
+    """Type text, optionally into an element that is clicked first."""
+
+    action: Literal["type"] = "type"
+    grounded: ClassVar[Grounded] = (("element", "element_description"),)
+    element_description: Description | None = Field(
+        None, description="the text field to click before typing; omit it to type where the "
+        "keyboard focus already is"
+    )  # fmt: skip
+    text: TypableText = Field("", description="the text to type, exactly as it should appear")
+    overwrite: bool = Field(False, description="select all and delete the old text first")
+    enter: bool = Field(False, description="press Enter after typing")
+
+    @model_validator(mode="after")
+    def _does_something(self) -> TypeAction:
+        if not (self.element_description or self.text or self.overwrite or self.enter):
+            raise ValueError("type needs text to type (or overwrite=True, or enter=True)")
+        return self
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        plan: list[ops.Op] = [ops.Click(at) for at in points]
+        if self.overwrite:
+            plan += [ops.Hotkey(("ctrl", "a")), ops.Hotkey(("backspace",))]
+        if self.text:
+            plan.append(ops.TypeText(self.text))
+        if self.enter:
+            plan.append(ops.Hotkey(("enter",)))
+        return plan
+
+
+class ScrollAction(ActionModel):
+    """Scroll inside an element."""
+
+    action: Literal["scroll"] = "scroll"
+    grounded: ClassVar[Grounded] = (("element", "element_description"),)
+    element_description: Description = Field(description="the element to scroll in")
+    clicks: ScrollClicks = Field(
+        ge=-50, le=50, description="wheel notches, not zero: positive scrolls up (or right with "
+        "shift), negative scrolls down (or left with shift)"
+    )  # fmt: skip
+    shift: bool = Field(False, description="scroll horizontally instead of vertically")
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        (at,) = points
+        return [ops.Scroll(at, self.clicks, horizontal=self.shift)]
+
+
+class DragAndDropAction(ActionModel):
+    """Drag from one element and drop it on another."""
+
+    action: Literal["drag_and_drop"] = "drag_and_drop"
+    grounded: ClassVar[Grounded] = (
+        ("element", "starting_description"),
+        ("element", "ending_description"),
+    )
+    starting_description: Description = Field(description="the element to drag")
+    ending_description: Description = Field(description="where to drop it")
+    hold_keys: KeyList = Field((), max_length=4, description="keys held down during the drag")
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        start, end = points
+        return [ops.Drag(start, end, hold_keys=self.hold_keys)]
+
+
+class HighlightTextSpanAction(ActionModel):
+    """Select a span of text on the screen by dragging from its first words to its last."""
+
+    action: Literal["highlight_text_span"] = "highlight_text_span"
+    grounded: ClassVar[Grounded] = (
+        ("text_start", "starting_phrase"),
+        ("text_end", "ending_phrase"),
+    )
+    starting_phrase: Description = Field(
+        description="the first words of the span, exactly as they appear on the screen"
+    )
+    ending_phrase: Description = Field(
+        description="the last words of the span, exactly as they appear on the screen"
+    )
+    button: Button = Field("left", description="the mouse button to drag with")
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        start, end = points
+        return [ops.Drag(start, end, self.button)]
+
+
+class HotkeyAction(ActionModel):
+    """Press a key or a key combination."""
+
+    action: Literal["hotkey"] = "hotkey"
+    keys: KeyList = Field(
+        min_length=1, max_length=6, description="key names pressed together in this order, "
+        "e.g. ['ctrl', 'c'] or ['enter']"
+    )  # fmt: skip
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        return [ops.Hotkey(self.keys)]
+
+
+class HoldAndPressAction(ActionModel):
+    """Hold some keys down while pressing other keys one after another."""
+
+    action: Literal["hold_and_press"] = "hold_and_press"
+    hold_keys: KeyList = Field(min_length=1, max_length=4, description="keys held down")
+    press_keys: PressKeys = Field(
+        min_length=1, max_length=20, description="keys pressed in turn while the others are held"
+    )
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        return [ops.HoldAndPress(self.hold_keys, self.press_keys)]
+
+
+class OpenAction(ActionModel):
+    """Open an application by name, or a file by its path."""
+
+    action: Literal["open"] = "open"
+    app_or_filename: Description = Field(
+        description="an application name (e.g. 'gedit') or a file path (e.g. '~/notes.txt')"
+    )
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        return [ops.Open(self.app_or_filename)]
+
+
+class SwitchApplicationsAction(ActionModel):
+    """Bring the window of an application that is already open to the front."""
+
+    action: Literal["switch_applications"] = "switch_applications"
+    app_code: AppCode = Field(description="the application's name or part of its window title")
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        return [ops.Activate(self.app_code)]
+
+
+class SetCellValuesAction(ActionModel):
+    """Write values into cells of a spreadsheet open in LibreOffice Calc."""
+
+    action: Literal["set_cell_values"] = "set_cell_values"
+    cell_values: CellValues = Field(
+        min_length=1, max_length=1000, description="cell reference -> value, e.g. {'A1': 'Name', "
+        "'B1': 3.5, 'C1': True, 'D1': None}; None empties the cell. Text is typed into the cell, "
+        "so Calc reads it as typed: '=SUM(B1:B9)' is a formula, a leading apostrophe keeps "
+        "'007' as text, and AutoCorrect may change it (it capitalises the first word of a line)"
+    )  # fmt: skip
+    app_name: Description = Field(
+        description="the spreadsheet's window, e.g. its file name as shown in the title bar"
+    )
+    sheet_name: SheetName | None = Field(
+        None, description="the sheet to write to; omit it for the sheet on screen"
+    )
+
+    def __hash__(self) -> int:  # the dict field is not hashable; its items are
+        return hash((type(self), tuple(self.cell_values.items()), self.app_name, self.sheet_name))
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        plan: list[ops.Op] = [ops.Activate(self.app_name)]
+        prefix = ""
+        if self.sheet_name is not None:
+            # Calc's own syntax for a cell of another sheet: $'Sheet name'.B3 ('' inside quotes).
+            prefix = "$'" + self.sheet_name.replace("'", "''") + "'."
+        for ref, value in self.cell_values.items():
+            # ctrl+shift+F5 focuses Calc's Name Box (checked on LibreOffice 7.4 on a virtual
+            # desktop: the box gets focus with its text selected; typing a reference and Enter
+            # moves the cell cursor there, on another sheet too). It avoids F5 (the Navigator)
+            # and does not depend on where the cursor was, unlike ctrl+Home plus arrow keys.
+            plan += [ops.Hotkey(("ctrl", "shift", "f5")), ops.TypeText(prefix + ref)]
+            # Delete empties the selected cell. F2 then edits it: typing into a cell that is only
+            # selected would replace whatever an earlier paste (non-ASCII text) put there.
+            plan += [ops.Hotkey(("enter",)), ops.Hotkey(("delete",))]
+            if value is None:
+                continue
+            plan.append(ops.Hotkey(("f2",)))
+            for index, line in enumerate(_cell_text(value).split("\n")):
+                if index:
+                    plan.append(ops.Hotkey(("ctrl", "enter")))  # a line break inside the cell
+                if line:
+                    plan.append(ops.TypeText(line))
+            # AutoInput proposes the rest of a matching entry from the same column ("he" ->
+            # "hello") as selected text that Enter would accept; Delete removes the proposal
+            # and is a no-op at the end of typed text.
+            plan += [ops.Hotkey(("delete",)), ops.Hotkey(("enter",))]
+        return plan
+
+
+def _cell_text(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
+    return value
+
+
+class SaveToKnowledgeAction(ActionModel):
+    """Keep notes that are shown to you on every later step of this task."""
+
+    action: Literal["save_to_knowledge"] = "save_to_knowledge"
+    sentinel: ClassVar[str | None] = "WAIT"  # agent-level: nothing happens on the desktop
+    text: tuple[Note, ...] = Field(
+        min_length=1, max_length=50, description="the notes, one fact per item"
+    )
+
+
+class CallCodeAgentAction(ActionModel):
+    """Hand a job to the code agent, which writes and runs code, then reports back."""
+
+    action: Literal["call_code_agent"] = "call_code_agent"
+    sentinel: ClassVar[str | None] = "WAIT"
+    task: Note | None = Field(
+        None, description="what the code should do; omit it to hand over the whole task"
+    )
+
+
+class WaitAction(ActionModel):
+    """Wait for the screen to change, e.g. while something loads."""
+
+    action: Literal["wait"] = "wait"
+    seconds: Float = Field(
+        gt=0, le=60, allow_inf_nan=False, description="how long to wait (also accepted as 'time')"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _time_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "time" in data:
+            if "seconds" in data:
+                raise ValueError("give seconds or time, not both")
+            data = {("seconds" if k == "time" else k): v for k, v in data.items()}
+        return data
+
+    def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
+        return [ops.Sleep(self.seconds)]
+
+
+class DoneAction(ActionModel):
+    """End the task: it is complete."""
+
+    action: Literal["done"] = "done"
+    terminal: ClassVar[bool] = True
+    sentinel: ClassVar[str | None] = "DONE"
+    answer: Note | None = Field(None, description="the answer, if the task asked a question")
+
+
+class FailAction(ActionModel):
+    """End the task: it cannot be completed."""
+
+    action: Literal["fail"] = "fail"
+    terminal: ClassVar[bool] = True
+    sentinel: ClassVar[str | None] = "FAIL"
+    reason: Note | None = Field(None, description="why the task cannot be completed")
+
+
+Action = Annotated[
+    ClickAction
+    | TypeAction
+    | ScrollAction
+    | DragAndDropAction
+    | HighlightTextSpanAction
+    | HotkeyAction
+    | HoldAndPressAction
+    | OpenAction
+    | SwitchApplicationsAction
+    | SetCellValuesAction
+    | SaveToKnowledgeAction
+    | CallCodeAgentAction
+    | WaitAction
+    | DoneAction
+    | FailAction,
+    Field(discriminator="action"),
+]
+"""Any action: a closed union discriminated by the ``action`` tag."""
+
+#: Every action model by its name, in catalogue order.
+ACTION_MODELS: dict[str, type[ActionModel]] = {
+    model.model_fields["action"].default: model for model in get_args(get_args(Action)[0])
+}
