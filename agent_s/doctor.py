@@ -145,7 +145,9 @@ def _tesseract() -> Check:
 
     image = Image.new("L", (360, 60), 255)
     try:
-        font: ImageFont.FreeTypeFont | ImageFont.ImageFont = ImageFont.truetype("DejaVuSans.ttf", 28)
+        font: ImageFont.FreeTypeFont | ImageFont.ImageFont = ImageFont.truetype(
+            "DejaVuSans.ttf", 28
+        )
     except OSError:
         font = ImageFont.load_default()
     ImageDraw.Draw(image).text((10, 12), "Save file 42", fill=0, font=font)

@@ -21,7 +21,8 @@ class ActionParseError(AgentSError, ValueError):
 
     def __init__(self, message: str, *, kind: str) -> None:
         super().__init__(message)
-        self.kind = kind  # "none", "several", "unknown_action", "bad_argument", "non_literal", "syntax"
+        # "none", "several", "unknown_action", "bad_argument", "non_literal" or "syntax"
+        self.kind = kind
 
 
 class DisplayUnavailableError(AgentSError, RuntimeError):

@@ -8,7 +8,7 @@ the live path and the rendered path cannot drift apart. Coordinates are screen c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 Button = Literal["left", "middle", "right"]
 
@@ -92,4 +92,4 @@ class Activate:
     app: str
 
 
-Op = Union[MoveTo, Click, Drag, Scroll, Hotkey, HoldAndPress, TypeText, Sleep, Open, Activate]
+Op = MoveTo | Click | Drag | Scroll | Hotkey | HoldAndPress | TypeText | Sleep | Open | Activate

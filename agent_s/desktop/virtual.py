@@ -170,6 +170,12 @@ class VirtualDesktop:
 
     # -- start-up steps -------------------------------------------------------------------------
 
+    @property
+    def _workdir(self) -> Path:
+        if self._dir is None:
+            raise DesktopSetupError("the virtual desktop is not started")
+        return self._dir
+
     def _base_env(self) -> dict[str, str]:
         env = dict(os.environ)
         for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY"):
@@ -179,8 +185,7 @@ class VirtualDesktop:
         return env
 
     def _start_x(self) -> None:
-        assert self._dir is not None
-        auth = self._dir / "Xauthority"
+        auth = self._workdir / "Xauthority"
         cookie = secrets.token_hex(16)
         # The server loads every cookie in its -auth file whatever display it names; the
         # client entry for the real display number is added once the server has chosen it.
@@ -212,7 +217,6 @@ class VirtualDesktop:
         self.env.update(DISPLAY=self.display, XAUTHORITY=str(auth))
 
     def _setup_home(self) -> None:
-        assert self._dir is not None
         if self._home_arg is None:
             return
         if self._home_arg == "temp":
@@ -232,13 +236,12 @@ class VirtualDesktop:
             gtk.write_text("[Settings]\ngtk-cursor-blink = false\n")
 
     def _start_dbus(self) -> None:
-        assert self._dir is not None
         if shutil.which("dbus-daemon") is None:
             raise DesktopSetupError(
                 "accessibility needs a D-Bus session: dbus-daemon is not installed "
                 "(apt-get install dbus-x11 at-spi2-core), or pass accessibility=False"
             )
-        runtime = self._dir / "runtime"
+        runtime = self._workdir / "runtime"
         runtime.mkdir(mode=0o700)
         self.env["XDG_RUNTIME_DIR"] = str(runtime)
         read_fd, write_fd = os.pipe()
