@@ -1,3 +1,53 @@
-"""agent-s: a screenshot-driven desktop automation agent."""
+"""agent-s: a screenshot-driven desktop automation agent.
+
+    from agent_s import Agent, ModelConfig, RunResult
+
+    agent = Agent(ModelConfig.from_env(provider="anthropic", model="claude-sonnet-4-5"))
+    result: RunResult = agent.run("Open mousepad and type hello")
+
+Names are imported on first use, so ``import agent_s`` needs neither a display nor the vendor SDKs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_HOME = {
+    "Agent": "agent_s.agent",
+    "StepReport": "agent_s.agent",
+    "AgentConfig": "agent_s.config",
+    "ConfigError": "agent_s.config",
+    "GroundingConfig": "agent_s.config",
+    "ModelConfig": "agent_s.config",
+    "CommandCheck": "agent_s.result",
+    "RunResult": "agent_s.result",
+    "RunStatus": "agent_s.result",
+    "load_trajectory": "agent_s.trajectory",
+}
+__all__ = [
+    "Agent", "AgentConfig", "CommandCheck", "ConfigError", "GroundingConfig", "ModelConfig",
+    "RunResult", "RunStatus", "StepReport", "__version__", "load_trajectory",
+]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from agent_s.agent import Agent, StepReport
+    from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
+    from agent_s.result import CommandCheck, RunResult, RunStatus
+    from agent_s.trajectory import load_trajectory

@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 
 from agent_s import __version__
+from agent_s.cli.ground import ground
+from agent_s.cli.run import run
 
 app = typer.Typer(
     name="agent-s",
@@ -64,6 +66,10 @@ def doctor(
             if check.fix and check.status != "ok":
                 out.print(f"{'':<20} fix: {check.fix}", highlight=False)
     raise typer.Exit(0 if report.ok else 1)
+
+
+app.command("ground")(ground)
+app.command("run")(run)
 
 
 def main() -> None:

@@ -1,0 +1,628 @@
+"""The agent: one short loop of observe -> request -> one generation -> parse -> ground -> execute
+-> record, with a step limit, a budget, a wall-time limit and a typed result.
+
+    agent = Agent(ModelConfig.from_env(provider="anthropic", model="claude-sonnet-4-5"))
+    result = agent.run("Open mousepad and write hello")          # RunResult
+
+Callers that drive their own loop use ``start(task)``, then ``step(observation, execute=...)``
+per step (``StepReport``), then ``finish(...)``; ``reset()`` forgets the task, its history and its
+notes. ``agent_s.compat.AgentS3`` is built on that per-step API.
+
+Rules the loop keeps: each action is executed at most once, and each model or grounding call is
+made once per action (nothing is executed or grounded to validate it). A reply that is not one
+valid action goes back to the model with the parse error, at most ``max_invalid_replies`` times;
+then the run ends as ``failed`` (cause ``invalid_replies``). A target grounding cannot find is an
+observation for the model, not an error of the run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_s.actions import (
+    ActionModel,
+    ActionParseError,
+    CallCodeAgentAction,
+    DoneAction,
+    FailAction,
+    SaveToKnowledgeAction,
+    action_catalogue,
+    parse_action,
+)
+from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
+from agent_s.context import (
+    Grounding,
+    Outcome,
+    StepRecord,
+    build_messages,
+    build_reflection_messages,
+    measure,
+    with_feedback,
+)
+from agent_s.desktop.base import DesktopBackend, perform
+from agent_s.desktop.ops import Point
+from agent_s.errors import (
+    ActionExecutionError,
+    AgentSError,
+    DesktopSetupError,
+    DisplayUnavailableError,
+)
+from agent_s.grounding import (
+    Grounder,
+    GroundingError,
+    NotFound,
+    Observation,
+    OcrGrounder,
+    build_grounder,
+)
+from agent_s.images import EncodedImage, encode_screenshot
+from agent_s.models.errors import BudgetExceeded, ModelError, OutputTruncated, Refused
+from agent_s.models.factory import build_provider
+from agent_s.models.profiles import ProfileRegistry
+from agent_s.models.retry import RetryPolicy
+from agent_s.models.types import Message, ModelRequest, Usage
+from agent_s.models.usage import Budget, MeteredProvider, UsageMeter
+from agent_s.prompting import (
+    Platform,
+    detect_platform,
+    reflection_system_prompt,
+    worker_system_prompt,
+)
+from agent_s.result import (
+    Cause,
+    Postcondition,
+    PostconditionResult,
+    RunResult,
+    RunStatus,
+    Timings,
+    check_postcondition,
+)
+from agent_s.trajectory import (
+    GroundingEntry,
+    ModelCall,
+    StepDraft,
+    StepEntry,
+    TrajectoryWriter,
+    call_text,
+    draw_plan,
+)
+
+UNAVAILABLE = ("call_code_agent",)  # actions this version cannot carry out (the code agent)
+CODE_AGENT_MISSING = (
+    "call_code_agent is not available in this version of agent-s: no code was run. "
+    "Do the job with the other actions (for example type commands into a terminal)."
+)
+_EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp"}
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One finished step: what the model chose, where it was grounded, what happened."""
+
+    step: int
+    action: ActionModel
+    action_text: str
+    grounding: tuple[GroundingEntry, ...]
+    outcome: Outcome
+    code: str | None  # the plan as pyautogui code, or "DONE" / "FAIL" / "WAIT"
+    executed: bool
+    usage: Usage  # the run's total so far
+    entry: StepEntry
+
+    @property
+    def terminal(self) -> Literal["done", "fail"] | None:
+        if isinstance(self.action, DoneAction):
+            return "done"
+        if isinstance(self.action, FailAction):
+            return "fail"
+        return None
+
+
+class RunEnded(AgentSError):
+    """The run cannot go on (no usable reply, a refusal, the time limit): status and cause."""
+
+    def __init__(self, message: str, *, status: RunStatus, cause: Cause) -> None:
+        super().__init__(message)
+        self.status = status
+        self.cause = cause
+
+
+class Agent:
+    """The GUI agent (see the module docstring). Construction fails fast on a missing key."""
+
+    def __init__(
+        self,
+        model: ModelConfig,
+        *,
+        settings: AgentConfig | None = None,
+        grounding: GroundingConfig | None = None,
+        backend: DesktopBackend | None = None,
+        grounder: Grounder | None = None,
+        profiles: ProfileRegistry | None = None,
+        on_step: Callable[[StepReport], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.settings = settings or AgentConfig()
+        self.grounding = grounding or GroundingConfig()
+        self.on_step = on_step
+        self._backend = backend
+        self._profile = (profiles or ProfileRegistry()).resolve(model.model, model.api)
+        self._meter = self._new_meter()
+        self._retries: list[str] = []
+        retry = RetryPolicy(max_attempts=self.settings.retry_attempts)
+        provider = build_provider(
+            model.settings(), profiles=profiles, retry=retry, meter=self._meter,
+            on_retry=self._on_retry,
+        )  # fmt: skip
+        if not isinstance(provider, MeteredProvider):  # build_provider wraps when given a meter
+            raise TypeError(f"expected a metered provider, got {provider!r}")
+        self._provider = provider
+        self._secrets = [model.api_key, self.grounding.api_key]
+        self._ocr = OcrGrounder()
+        self._grounder = grounder or self._build_grounder(retry)
+        self.reset()
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def _new_meter(self) -> UsageMeter:
+        return UsageMeter(Budget(self.settings.max_cost_usd, self.settings.max_tokens))
+
+    def _build_grounder(self, retry: RetryPolicy) -> Grounder:
+        ground_model = None
+        settings = self.grounding.settings()
+        if settings is not None and self.grounding.mode in ("model", "auto"):
+            ground_model = MeteredProvider(
+                build_provider(settings, retry=retry, on_retry=self._on_retry), self._meter
+            )
+        return build_grounder(
+            self.grounding.mode, model=ground_model, native_spec=self._profile.image_spec,
+            ocr=self._ocr,
+        )  # fmt: skip
+
+    def _on_retry(self, attempt: int, error: ModelError, delay: float) -> None:
+        self._retries.append(
+            f"{type(error).__name__} on attempt {attempt}: {error}; retried after {delay:.1f} s"
+        )
+
+    @property
+    def backend(self) -> DesktopBackend:
+        """The desktop acted on; the X11 display in ``$DISPLAY`` unless one was given."""
+        if self._backend is None:
+            from agent_s.desktop.x11 import X11Backend
+
+            self._backend = X11Backend()
+        return self._backend
+
+    @backend.setter
+    def backend(self, backend: DesktopBackend) -> None:
+        self._backend = backend
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost of the current task so far."""
+        return self._meter.total
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(self._notes)
+
+    # -- the per-step API --------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the task: history, notes, usage, timers, trajectory writer (closed)."""
+        if getattr(self, "_writer", None) is not None:
+            self._writer.close()
+        self._task = ""
+        self._records: list[StepRecord] = []
+        self._notes: list[str] = []
+        self._writer: TrajectoryWriter | None = None
+        self._system: tuple[Platform, str] | None = None
+        self._timings = Timings()
+        self._calls = 0
+        self._started_at = time.time()
+        self._clock = time.monotonic()
+        self._meter = self._new_meter()
+        self._provider.meter = self._meter
+        for part in _grounding_models(self._grounder):
+            part.meter = self._meter
+
+    def start(self, task: str) -> None:
+        """Begin a task (after a reset); opens the trajectory folder when recording."""
+        if not task.strip():
+            raise ValueError("the task is empty")
+        self.reset()
+        self._task = task.strip()
+        if self.settings.record_dir is not None:
+            self._writer = TrajectoryWriter.create(self.settings.record_dir, secrets=self._secrets)
+            self._writer.write_run({
+                "task": self._task, "started_at": self._started_at,
+                "model": self.model.model, "provider": self.model.provider,
+                "base_url": self.model.base_url, "grounding": self.grounding.mode,
+                "grounding_model": self.grounding.model, "settings": _settings_json(self.settings),
+                "python": sys.version.split()[0],
+            })  # fmt: skip
+
+    @property
+    def trajectory_dir(self) -> Path | None:
+        return self._writer.folder if self._writer is not None else None
+
+    def step(self, observation: Observation | None = None, *, execute: bool = True) -> StepReport:
+        """One step. ``observation`` None: capture the backend's screen. ``execute`` False (or a
+        dry run): plan and ground only; the caller carries out ``report.code`` itself."""
+        if not self._task:
+            raise RuntimeError("call start(task) before step()")
+        execute = execute and not self.settings.dry_run
+        draft = StepDraft(step=len(self._records) + 1, started_at=time.time())
+        try:
+            report = self._step(draft, observation, execute)
+        except BaseException as err:
+            self._write(draft.entry("cancelled" if _interrupt(err) else "error", _describe(err)))
+            raise
+        self._write(report.entry)
+        if self.on_step is not None:
+            self.on_step(report)
+        return report
+
+    def _step(self, draft: StepDraft, observation: Observation | None, execute: bool) -> StepReport:
+        times = draft.timings
+        mark = time.perf_counter()
+        if observation is None:
+            observation = self._observe()
+        image = observation.screenshot.image
+        draft.screen = image.size
+        window = observation.active_window
+        draft.active_window = f"{window.app}: {window.title}" if window else None
+        times["observe"] = time.perf_counter() - mark
+        platform, system = self._prompts(observation)
+
+        mark = time.perf_counter()
+        sent = encode_screenshot(image, self._profile.image_spec)
+        times["encode"] = time.perf_counter() - mark
+        if self._writer is not None:
+            name = f"step_{draft.step:03d}{_EXTENSIONS[sent.media_type]}"
+            draft.screenshot = self._writer.write_image(name, sent.data)
+
+        reflection = self._reflect(draft, platform, sent) if self.settings.reflection else None
+        mark = time.perf_counter()
+        messages = build_messages(
+            system, self._task, self._records, sent, self._notes,
+            policy=self.settings.context, reflection=reflection,
+            max_steps=self.settings.max_steps,
+        )  # fmt: skip
+        times["build"] = time.perf_counter() - mark
+        size = measure(messages)
+        draft.request = {
+            "messages": size.messages, "images": size.images, "text_chars": size.text_chars,
+            "image_bytes": size.image_bytes, "sent_size": [sent.width, sent.height],
+            "reflection": reflection is not None,
+        }  # fmt: skip
+
+        action, reply = self._generate(draft, messages)
+        draft.action, draft.reply = action, reply
+        points = self._ground(draft, action, observation)
+        outcome, executed = self._act(draft, action, points, execute, observation)
+
+        groundings = tuple(
+            Grounding(g.target, g.grounder, Point(*g.point) if g.point else None)
+            for g in draft.grounding
+        )
+        self._records.append(
+            StepRecord(draft.step, sent, reply, call_text(action), outcome, groundings)
+        )
+        kind = "terminal" if action.is_terminal else outcome.kind
+        detail = outcome.detail
+        return StepReport(
+            step=draft.step, action=action, action_text=call_text(action),
+            grounding=tuple(draft.grounding), outcome=outcome, code=draft.code,
+            executed=executed, usage=self._meter.total, entry=draft.entry(kind, detail),
+        )  # fmt: skip
+
+    # -- the parts of a step ---------------------------------------------------------------------
+
+    def _observe(self) -> Observation:
+        backend = self.backend
+        shot = backend.capture()
+        return Observation(shot, tuple(backend.windows()), backend.geometry())
+
+    def _prompts(self, observation: Observation) -> tuple[Platform, str]:
+        """The platform and system prompt, fixed for a task at its first observation."""
+        if self._system is None:
+            geometry = observation.geometry
+            if geometry is not None:
+                _, _, width, height = geometry.bounds
+                monitors = len(geometry.monitors)
+            else:
+                (width, height), monitors = observation.screenshot.image.size, 1
+            platform = detect_platform(
+                width, height, system=sys.platform,
+                environ={"XDG_CURRENT_DESKTOP": self.settings.desktop_name}, monitors=monitors,
+            )  # fmt: skip
+            catalogue = action_catalogue(exclude=UNAVAILABLE)
+            self._system = (platform, worker_system_prompt(platform, catalogue=catalogue))
+        return self._system
+
+    def _call(self, draft: StepDraft, messages: Sequence[Message], purpose: str) -> Any:
+        """One model call; its retries (if any) are noted on the step."""
+        start = time.perf_counter()
+        self._calls += 1
+        try:
+            return self._provider.complete(
+                ModelRequest(tuple(messages), metadata={"purpose": purpose})
+            )
+        finally:
+            spent = time.perf_counter() - start
+            draft.timings["model"] = draft.timings.get("model", 0.0) + spent
+            draft.errors.extend(self._retries)
+            self._retries.clear()
+
+    def _reflect(self, draft: StepDraft, platform: Platform, sent: EncodedImage) -> str | None:
+        if not self._records:
+            return None
+        messages = build_reflection_messages(
+            reflection_system_prompt(platform), self._task, self._records, sent,
+            policy=self.settings.context,
+        )  # fmt: skip
+        start = time.perf_counter()
+        reply = self._call(draft, messages, "reflect")
+        draft.calls.append(ModelCall.of("reflect", reply.text, reply.usage, start, reply.attempts))
+        return reply.text.strip() or None
+
+    def _generate(self, draft: StepDraft, messages: Sequence[Message]) -> tuple[ActionModel, str]:
+        """One generation call per try; a reply that is no valid action is sent back with the
+        reason, at most ``max_invalid_replies`` times. Never turned into a wait."""
+        tries = self.settings.max_invalid_replies + 1
+        problem = ""
+        for _ in range(tries):
+            start = time.perf_counter()
+            try:
+                reply = self._call(draft, messages, "generate")
+            except OutputTruncated as err:
+                text = err.partial_text
+                problem = "the reply was cut off at the output limit; keep the reasoning short"
+                draft.calls.append(ModelCall.of("generate", text, err.usage, start, 1, problem))
+            except Refused as err:
+                draft.calls.append(
+                    ModelCall.of("generate", err.refusal, err.usage, start, 1, "refused")
+                )
+                raise RunEnded(
+                    f"the model refused the task: {err.refusal.strip()[:300]}",
+                    status=RunStatus.INFEASIBLE, cause="refused",
+                ) from err  # fmt: skip
+            else:
+                text = reply.text
+                try:
+                    if not text.strip():
+                        raise ActionParseError(
+                            "the reply was empty. Reply with brief reasoning, then exactly one "
+                            "action in a ```python block.", kind="none",
+                        )  # fmt: skip
+                    action = parse_action(text)
+                except ActionParseError as err:
+                    problem = str(err)
+                    draft.calls.append(
+                        ModelCall.of("generate", text, reply.usage, start, reply.attempts, problem)
+                    )
+                else:
+                    draft.calls.append(
+                        ModelCall.of("generate", text, reply.usage, start, reply.attempts)
+                    )
+                    return action, text
+            messages = with_feedback(messages, text, problem, policy=self.settings.context)
+        raise RunEnded(
+            f"no usable action after {tries} replies; the last problem: {problem}",
+            status=RunStatus.FAILED, cause="invalid_replies",
+        )  # fmt: skip
+
+    def _ground(
+        self, draft: StepDraft, action: ActionModel, observation: Observation
+    ) -> list[Point] | None:
+        """One grounding call per target (a text span: one OCR call for both ends); None when
+        a target was not found (the reason is in ``draft.errors`` for the model)."""
+        targets = action.targets()
+        if not targets:
+            return []
+        start = time.perf_counter()
+        points: list[Point] = []
+        try:
+            if targets[0].kind != "element" and self._grounder.name != "native":
+                span = self._ocr.span(targets[0].text, targets[1].text, observation)
+                for target, at in zip(targets, (span.start, span.end), strict=True):
+                    draft.grounding.append(GroundingEntry(
+                        target.text, target.kind, "ocr", (at.x, at.y), None, span.confidence,
+                        span.evidence, round(time.perf_counter() - start, 3),
+                    ))  # fmt: skip
+                    points.append(at)
+            else:
+                for target in targets:
+                    result = self._grounder.ground(target.text, observation)
+                    draft.grounding.append(GroundingEntry.of(target.kind, result))
+                    points.append(result.point)
+        except GroundingError as err:
+            missing = next(t for t in targets if t.text not in [g.target for g in draft.grounding])
+            draft.grounding.append(GroundingEntry(
+                missing.text, missing.kind, getattr(err, "grounder", self._grounder.name), None,
+                evidence=str(err)[:500], seconds=round(time.perf_counter() - start, 3),
+            ))  # fmt: skip
+            draft.errors.append(_not_found_feedback(missing.text, err))
+            return None
+        finally:
+            draft.timings["grounding"] = time.perf_counter() - start
+        return points
+
+    def _act(
+        self,
+        draft: StepDraft,
+        action: ActionModel,
+        points: list[Point] | None,
+        execute: bool,
+        observation: Observation,
+    ) -> tuple[Outcome, bool]:
+        if points is None:
+            return Outcome.failure(draft.errors[-1]), False
+        if isinstance(action, SaveToKnowledgeAction):
+            self._notes.extend(action.text)
+            draft.code = action.to_pyautogui(points)
+            return Outcome.success(f"{len(action.text)} note(s) saved"), False
+        if isinstance(action, CallCodeAgentAction):
+            draft.code = action.to_pyautogui(points)
+            draft.errors.append(CODE_AGENT_MISSING)
+            return Outcome.failure(CODE_AGENT_MISSING), False
+        plan = action.plan(points)
+        draft.code = action.to_pyautogui(points)
+        if self.settings.dry_run and self._writer is not None and plan:
+            name = f"step_{draft.step:03d}_plan.png"
+            image = draw_plan(observation.screenshot, plan)
+            draft.dry_run_image = self._writer.write_image(name, image)
+        if not execute or not plan:
+            return Outcome.success("not executed (dry run)" if self.settings.dry_run else ""), False
+        start = time.perf_counter()
+        try:
+            perform(self.backend, plan)
+        except (ActionExecutionError, ValueError) as err:
+            draft.errors.append(f"{type(err).__name__}: {err}")
+            return Outcome.failure(str(err)), False
+        finally:
+            draft.executed.extend(_op_json(op) for op in plan)
+            draft.timings["execute"] = time.perf_counter() - start
+        if self.settings.settle_seconds:
+            time.sleep(self.settings.settle_seconds)
+        return Outcome.success(), True
+
+    def _write(self, entry: StepEntry) -> None:
+        t = entry.timings
+        self._timings = self._timings + Timings(
+            entry.seconds, t.get("observe", 0.0), t.get("encode", 0.0), t.get("build", 0.0),
+            t.get("model", 0.0), t.get("grounding", 0.0), t.get("execute", 0.0),
+        )  # fmt: skip
+        if self._writer is not None:
+            self._writer.write_step(entry)
+
+    # -- whole runs --------------------------------------------------------------------------------
+
+    def run(self, task: str, *, postcondition: Postcondition | None = None) -> RunResult:
+        """Do ``task`` until done, fail, or a limit; always returns a result (and writes it)."""
+        self.start(task)
+        limit = self.settings.max_steps
+        try:
+            for _ in range(limit):
+                self._check_time()
+                report = self.step()
+                if report.terminal == "done":
+                    return self._finish_done(report.action, postcondition)
+                if report.terminal == "fail":
+                    reason = getattr(report.action, "reason", None) or "the model gave up"
+                    return self.finish(RunStatus.FAILED, "model_gave_up", reason)
+            return self.finish(
+                RunStatus.MAX_STEPS, "max_steps", f"the task was not finished in {limit} steps"
+            )
+        except RunEnded as end:
+            return self.finish(end.status, end.cause, str(end))
+        except BudgetExceeded as err:
+            cause: Cause = "budget_cost" if err.kind == "cost" else "budget_tokens"
+            return self.finish(RunStatus.BUDGET_EXCEEDED, cause, str(err))
+        except KeyboardInterrupt:
+            return self.finish(RunStatus.CANCELLED, "interrupted", "interrupted by the user")
+        except ModelError as err:
+            reason = f"the model call failed: {err}"
+            return self.finish(RunStatus.ERROR, "model_error", reason, error=err)
+        except (DisplayUnavailableError, DesktopSetupError) as err:
+            return self.finish(RunStatus.ERROR, "desktop_error", str(err), error=err)
+        except Exception as err:
+            self.finish(RunStatus.ERROR, "internal_error", _describe(err), error=err)
+            raise
+
+    def _check_time(self) -> None:
+        limit = self.settings.max_seconds
+        if limit is not None and time.monotonic() - self._clock >= limit:
+            raise RunEnded(
+                f"the time limit of {limit:g} s was reached",
+                status=RunStatus.BUDGET_EXCEEDED, cause="max_seconds",
+            )  # fmt: skip
+
+    def _finish_done(self, action: ActionModel, postcondition: Postcondition | None) -> RunResult:
+        answer = getattr(action, "answer", None)
+        if postcondition is None:
+            return self.finish(RunStatus.SUCCEEDED, "done", "the model said the task is done",
+                               answer=answer)  # fmt: skip
+        check = check_postcondition(postcondition)
+        if check.passed:
+            return self.finish(RunStatus.SUCCEEDED, "done", "done, and the check passed",
+                               answer=answer, check=check)  # fmt: skip
+        reason = f"the model said done, but the check failed: {check.detail}"
+        return self.finish(RunStatus.FAILED, "postcondition_failed", reason, answer=answer,
+                           check=check)  # fmt: skip
+
+    def finish(
+        self,
+        status: RunStatus,
+        cause: Cause,
+        reason: str,
+        *,
+        answer: str | None = None,
+        check: PostconditionResult | None = None,
+        error: BaseException | None = None,
+    ) -> RunResult:
+        """End the task: the result, written to ``result.json`` when recording."""
+        result = RunResult(
+            task=self._task, status=status, cause=cause, reason=reason, answer=answer,
+            steps=len(self._records), usage=self._meter.total, model_calls=self._calls,
+            timings=_rounded(replace(self._timings, total=time.monotonic() - self._clock)),
+            trajectory_dir=self.trajectory_dir, verified=bool(check and check.passed),
+            postcondition=check, model=self.model.model, started_at=self._started_at,
+            error_type=type(error).__name__ if error is not None else None,
+        )  # fmt: skip
+        if self._writer is not None:
+            self._writer.write_result(result)
+            self._writer.close()
+            self._writer = None
+        return result
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _grounding_models(grounder: Grounder) -> list[MeteredProvider]:
+    parts = getattr(grounder, "grounders", (grounder,))
+    found = [getattr(p, "provider", None) for p in parts]
+    return [p for p in found if isinstance(p, MeteredProvider)]
+
+
+def _not_found_feedback(expression: str, err: GroundingError) -> str:
+    if isinstance(err, NotFound):
+        seen = ", ".join(c.describe() for c in err.candidates[:8])
+        text = f"could not find {expression!r} on the screen ({err.reason})"
+        return text + (f"; closest things seen: {seen}" if seen else "")
+    return f"could not locate {expression!r}: {err}"
+
+
+def _op_json(op: Any) -> dict[str, Any]:
+    return {"op": type(op).__name__, **asdict(op)}
+
+
+def _rounded(timings: Timings) -> Timings:
+    return Timings(*(round(value, 3) for value in asdict(timings).values()))
+
+
+def _interrupt(err: BaseException) -> bool:
+    return isinstance(err, KeyboardInterrupt)
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _settings_json(settings: AgentConfig) -> dict[str, Any]:
+    data = asdict(settings)
+    data["record_dir"] = str(settings.record_dir) if settings.record_dir else None
+    return data
+
+
+__all__ = [
+    "Agent", "RunEnded", "StepReport", "call_text",
+]  # fmt: skip

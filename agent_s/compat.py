@@ -1,0 +1,174 @@
+"""Agent S3's SDK contract, for OSWorld runners: switch with an import change.
+
+    from agent_s.compat import AgentS3
+
+    agent = AgentS3({"engine_type": "anthropic", "model": "claude-sonnet-4-5"}, None)
+    agent.reset()
+    info, actions = agent.predict(instruction, {"screenshot": png_bytes})
+    # actions == ["import pyautogui\\npyautogui.click(...)"] or ["DONE"] / ["FAIL"] / ["WAIT"]
+
+``predict`` runs one step of ``agent_s.Agent`` on the screenshot given (nothing is executed
+here: the runner executes the returned code) and returns one action. Grounding works on that
+screenshot (OCR; the accessibility tree of this machine's desktop; a grounding model).
+``"WAIT"`` is returned for steps with nothing to execute: a note saved, a target that could not
+be found (the model is told and tries again next step). ``"FAIL"`` also ends a task the agent
+cannot go on with (no usable reply, a refusal, a provider error); ``info["error"]`` says why.
+"""
+
+from __future__ import annotations
+
+import io
+import platform as _platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from agent_s.agent import Agent, RunEnded
+from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
+from agent_s.context import ContextPolicy
+from agent_s.desktop.base import DesktopBackend, Monitor, ScreenGeometry, Screenshot
+from agent_s.grounding import Grounder, Observation
+from agent_s.models.errors import BudgetExceeded, ModelError
+
+#: Agent S3 ``engine_type`` values -> our provider names.
+ENGINE_TYPES = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "openai_responses": "openai-responses",
+    "vllm": "openai-compatible",
+    "huggingface": "openai-compatible",
+    "open_router": "openai-compatible",
+    "openai_compatible": "openai-compatible",
+    "ollama": "openai-compatible",
+}
+
+
+def observation_from_png(data: bytes) -> Observation:
+    """An observation from screenshot bytes alone (one monitor the size of the image)."""
+    with Image.open(io.BytesIO(data)) as opened:
+        image = opened.convert("RGB")
+    geometry = ScreenGeometry((Monitor(0, 0, image.width, image.height, primary=True),))
+    return Observation(Screenshot(image), (), geometry)
+
+
+def model_config(engine_params: Mapping[str, Any]) -> ModelConfig:
+    """Our model configuration from Agent S3's ``engine_params`` dict."""
+    engine = str(engine_params.get("engine_type", "openai"))
+    provider = ENGINE_TYPES.get(engine)
+    if provider is None:
+        raise ValueError(f"unknown engine_type {engine!r}; known: {', '.join(ENGINE_TYPES)}")
+    return ModelConfig.from_env(
+        provider=provider,
+        model=engine_params.get("model"),
+        base_url=engine_params.get("base_url"),
+        api_key=engine_params.get("api_key"),
+    )
+
+
+class AgentS3:
+    """The Agent S3 interface over ``agent_s.Agent``.
+
+    ``engine_params``: Agent S3's dict (``engine_type``, ``model``, ``base_url``, ``api_key``).
+    ``grounding_agent``: a ``Grounder``, a dict of grounding-model engine params (an
+    OpenAI-compatible server: ``model``, ``base_url``), or None for model-free grounding.
+    ``max_trajectory_length``: screenshots kept in each request (Agent S3: 8).
+    """
+
+    def __init__(
+        self,
+        engine_params: Mapping[str, Any],
+        grounding_agent: Grounder | Mapping[str, Any] | None = None,
+        platform: str = _platform.system().lower(),
+        max_trajectory_length: int = 8,
+        enable_reflection: bool = False,
+        *,
+        max_steps: int = 100,
+        record_dir: str | Path | None = None,
+        backend: DesktopBackend | None = None,
+    ) -> None:
+        if platform not in ("linux", "windows", "darwin"):
+            raise ValueError(f"platform must be linux, windows or darwin, not {platform!r}")
+        self.platform = platform
+        grounder: Grounder | None = None
+        grounding = GroundingConfig()
+        if isinstance(grounding_agent, Mapping):
+            grounding = GroundingConfig.from_env(
+                mode="model",
+                model=grounding_agent.get("model"),
+                url=grounding_agent.get("base_url"),
+            )
+        elif grounding_agent is not None:
+            grounder = grounding_agent
+        settings = AgentConfig.from_env(
+            max_steps=max_steps,
+            reflection=enable_reflection,
+            record_dir=Path(record_dir) if record_dir is not None else None,
+            context=ContextPolicy(keep_images=max(1, max_trajectory_length)),
+        )
+        self.agent = Agent(
+            model_config(engine_params), settings=settings, grounding=grounding,
+            grounder=grounder, backend=backend,
+        )  # fmt: skip
+        self._instruction: str | None = None
+        self._ended: str | None = None
+
+    def reset(self) -> None:
+        """Start over: the next ``predict`` begins a new task."""
+        self.agent.reset()
+        self._instruction = None
+        self._ended = None
+
+    def predict(
+        self, instruction: str, observation: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], list[str]]:
+        """One step on ``observation["screenshot"]`` (PNG bytes): (info, [code or sentinel])."""
+        if instruction != self._instruction:
+            self.agent.start(instruction)
+            self._instruction, self._ended = instruction, None
+        if self._ended is not None:
+            return {"error": f"the task already ended ({self._ended})"}, [self._ended]
+        screen = observation_from_png(observation["screenshot"])
+        try:
+            report = self.agent.step(screen, execute=False)
+        except (RunEnded, ModelError, BudgetExceeded) as err:
+            self._ended = "FAIL"
+            self.agent.finish(*_ending(err))
+            return {"error": f"{type(err).__name__}: {err}"}, ["FAIL"]
+        code = report.code if report.outcome.kind == "ok" and report.code else "WAIT"
+        if report.terminal is not None:
+            self._ended = code
+            self.agent.finish(*_terminal(report.terminal, report.action))
+        info = {
+            "step": report.step,
+            "plan": report.entry.reply,
+            "action": report.action_text,
+            "grounding": [g.__dict__ for g in report.grounding],
+            "outcome": report.outcome.kind,
+            "detail": report.outcome.detail,
+            "usage": report.usage.__dict__,
+        }
+        return info, [code]
+
+
+def _ending(err: Exception) -> tuple[Any, Any, str]:
+    from agent_s.result import RunStatus
+
+    if isinstance(err, RunEnded):
+        return err.status, err.cause, str(err)
+    if isinstance(err, BudgetExceeded):
+        cause = "budget_cost" if err.kind == "cost" else "budget_tokens"
+        return RunStatus.BUDGET_EXCEEDED, cause, str(err)
+    return RunStatus.ERROR, "model_error", f"the model call failed: {err}"
+
+
+def _terminal(kind: str, action: Any) -> tuple[Any, Any, str]:
+    from agent_s.result import RunStatus
+
+    if kind == "done":
+        return RunStatus.SUCCEEDED, "done", "the model said the task is done"
+    return RunStatus.FAILED, "model_gave_up", getattr(action, "reason", None) or "gave up"
+
+
+__all__ = ["ENGINE_TYPES", "AgentS3", "model_config", "observation_from_png"]

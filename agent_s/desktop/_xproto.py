@@ -1,0 +1,223 @@
+"""X protocol pieces for the X11 backend, on python-xlib: monitors, windows, the keyboard map.
+
+- ``randr_monitors``: RandR 1.5 monitors. The GetMonitors request is defined here because the
+  python3-xlib release that pyautogui depends on lacks it; a python-xlib that has it is used.
+- ``read_windows`` / ``request_active``: the EWMH window list and activation (a window manager
+  that speaks EWMH must run, as openbox does).
+- ``KeyBinder``: keycodes of their own for the characters a text needs and the keyboard map
+  lacks, so ``xdotool type`` never rebinds a key while an application still reads it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import Xlib.display
+import Xlib.error
+import Xlib.X
+from Xlib.protocol import event as xevent
+from Xlib.protocol import rq
+
+from agent_s.desktop.base import Monitor, WindowInfo
+
+# -- RandR 1.5 monitors ---------------------------------------------------------------------------
+
+
+class _QueryVersion(rq.ReplyRequest):
+    _request = rq.Struct(
+        rq.Card8("opcode"), rq.Opcode(0), rq.RequestLength(),
+        rq.Card32("major_version"), rq.Card32("minor_version"),
+    )  # fmt: skip
+    _reply = rq.Struct(
+        rq.ReplyCode(), rq.Pad(1), rq.Card16("sequence_number"), rq.ReplyLength(),
+        rq.Card32("major_version"), rq.Card32("minor_version"), rq.Pad(16),
+    )  # fmt: skip
+
+
+_MonitorInfo = rq.Struct(
+    rq.Card32("name"), rq.Bool("primary"), rq.Bool("automatic"), rq.LengthOf("crtcs", 2),
+    rq.Int16("x"), rq.Int16("y"), rq.Card16("width_in_pixels"), rq.Card16("height_in_pixels"),
+    rq.Card32("width_in_millimeters"), rq.Card32("height_in_millimeters"),
+    rq.List("crtcs", rq.Card32Obj),
+)  # fmt: skip
+
+
+class _GetMonitors(rq.ReplyRequest):
+    _request = rq.Struct(
+        rq.Card8("opcode"), rq.Opcode(42), rq.RequestLength(), rq.Window("window"),
+        rq.Bool("is_active"), rq.Pad(3),
+    )  # fmt: skip
+    _reply = rq.Struct(
+        rq.ReplyCode(), rq.Pad(1), rq.Card16("sequence_number"), rq.ReplyLength(),
+        rq.Card32("timestamp"), rq.LengthOf("monitors", 4), rq.Card32("outputs"), rq.Pad(12),
+        rq.List("monitors", _MonitorInfo),
+    )  # fmt: skip
+
+
+def randr_monitors(x: Xlib.display.Display) -> list[Monitor]:
+    """The server's RandR 1.5 monitors, primary first; ``[]`` without RandR 1.5."""
+    if not x.has_extension("RANDR"):
+        return []
+    opcode = x.display.get_extension_major("RANDR")
+    version = _QueryVersion(display=x.display, opcode=opcode, major_version=1, minor_version=5)
+    if (version.major_version, version.minor_version) < (1, 5):
+        return []
+    root = x.screen().root
+    native = getattr(root, "xrandr_get_monitors", None)
+    if native is not None:
+        reply = native(is_active=True)
+    else:
+        reply = _GetMonitors(display=x.display, opcode=opcode, window=root, is_active=True)
+    monitors = [
+        Monitor(
+            m.x, m.y, m.width_in_pixels, m.height_in_pixels, primary=bool(m.primary),
+            name=x.get_atom_name(m.name) if m.name else "",
+        )
+        for m in reply.monitors
+        if m.width_in_pixels and m.height_in_pixels
+    ]  # fmt: skip
+    return sorted(monitors, key=lambda m: (not m.primary, m.x, m.y))
+
+
+# -- EWMH windows ---------------------------------------------------------------------------------
+
+
+def _cardinals(x: Xlib.display.Display, window: Any, name: str) -> list[int]:
+    prop = window.get_full_property(x.intern_atom(name), Xlib.X.AnyPropertyType)
+    return [int(v) for v in prop.value] if prop is not None and prop.format == 32 else []
+
+
+def _text(x: Xlib.display.Display, window: Any, name: str) -> str:
+    prop = window.get_full_property(x.intern_atom(name), Xlib.X.AnyPropertyType)
+    if prop is None or prop.format != 8:
+        return ""
+    value = prop.value
+    if isinstance(value, str):
+        return value
+    # _NET_WM_NAME is UTF-8; WM_NAME is Latin-1 or compound text, close enough for names.
+    return bytes(value).decode("utf-8", "replace")
+
+
+def read_windows(x: Xlib.display.Display) -> list[WindowInfo]:
+    """Top-level application windows, front-most first, with their client area on screen."""
+    root = x.screen().root
+    stacking = _cardinals(x, root, "_NET_CLIENT_LIST_STACKING")  # bottom to top
+    ids = list(reversed(stacking)) if stacking else _cardinals(x, root, "_NET_CLIENT_LIST")
+    active = next(iter(_cardinals(x, root, "_NET_ACTIVE_WINDOW")), 0)
+    found = []
+    for wid in ids:
+        window = x.create_resource_object("window", wid)
+        try:
+            title = _text(x, window, "_NET_WM_NAME") or _text(x, window, "WM_NAME")
+            wm_class = window.get_wm_class() or ("", "")
+            pid = next(iter(_cardinals(x, window, "_NET_WM_PID")), None)
+            size = window.get_geometry()
+            origin = root.translate_coords(window, 0, 0)
+        except Xlib.error.XError:
+            continue  # it closed while we looked
+        found.append(
+            WindowInfo(
+                id=wid, title=title, app=wm_class[1] or wm_class[0], pid=pid,
+                x=origin.x, y=origin.y, width=size.width, height=size.height,
+                active=wid == active,
+            )
+        )  # fmt: skip
+    return found
+
+
+def request_active(x: Xlib.display.Display, window_id: int) -> None:
+    """Ask the window manager to activate a window (raise, focus, un-minimise)."""
+    message = xevent.ClientMessage(
+        window=x.create_resource_object("window", window_id),
+        client_type=x.intern_atom("_NET_ACTIVE_WINDOW"),
+        data=(32, [2, Xlib.X.CurrentTime, 0, 0, 0]),  # 2: asked for by a pager or user tool
+    )
+    mask = Xlib.X.SubstructureRedirectMask | Xlib.X.SubstructureNotifyMask
+    x.screen().root.send_event(message, event_mask=mask)
+    x.flush()
+
+
+# -- keyboard map ---------------------------------------------------------------------------------
+
+
+def char_keysym(char: str) -> int:
+    """The X keysym that types ``char``: Latin-1 keysyms are the code point, others Unicode."""
+    code = ord(char)
+    if char == "\t":
+        return 0xFF09  # Tab
+    return code if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF else 0x1000000 | code
+
+
+class KeyBinder:
+    """Binds characters the keyboard map lacks to spare keycodes, one keycode each.
+
+    Left to itself, ``xdotool type`` rebinds one scratch keycode for every such character, and
+    an application that reads the keyboard map a moment late decodes an earlier key press with
+    a later binding: wrong or doubled characters. Bindings made here stay (a later text reuses
+    them; ``release()`` removes them); the least recently used one is rebound when no keycode
+    is free, after a pause that lets applications finish with it.
+    """
+
+    def __init__(self, x: Xlib.display.Display) -> None:
+        self._x = x
+        self._bound: dict[str, int] = {}  # character -> keycode, least recently used first
+
+    def _keymap(self) -> tuple[int, list[tuple[int, ...]]]:
+        first = self._x.display.info.min_keycode
+        count = self._x.display.info.max_keycode - first + 1
+        return first, [tuple(syms) for syms in self._x.get_keyboard_mapping(first, count)]
+
+    def capacity(self) -> int:
+        """How many characters can be bound at once: unused keycodes plus ours."""
+        _, keymap = self._keymap()
+        return sum(1 for syms in keymap if not any(syms)) + len(self._bound)
+
+    def bind(self, chars: set[str]) -> None:
+        """Make every one of ``chars`` typable without touching the keyboard map while typing."""
+        first, keymap = self._keymap()
+        present = {sym for syms in keymap for sym in syms}
+        for char in chars & self._bound.keys():  # mark as recently used
+            self._bound[char] = self._bound.pop(char)
+        missing = sorted(c for c in chars if char_keysym(c) not in present)
+        if not missing:
+            return
+        free = [first + i for i, syms in enumerate(keymap) if not any(syms)]
+        reusable = [code for char, code in self._bound.items() if char not in chars]
+        if len(free) < len(missing) and reusable:
+            time.sleep(0.2)
+        owner = {code: char for char, code in self._bound.items()}
+        # Should no keycode be left (a tiny keymap), xdotool binds the rest itself.
+        for char, code in zip(missing, free + reusable, strict=False):
+            self._bound.pop(owner.get(code, ""), None)
+            self._x.change_keyboard_mapping(code, [(char_keysym(char),) * len(keymap[0])])
+            self._bound[char] = code
+        self._x.sync()
+
+    def release(self) -> None:
+        """Give the bound keycodes back (unbound, as they were)."""
+        if not self._bound:
+            return
+        _, keymap = self._keymap()
+        for code in self._bound.values():
+            self._x.change_keyboard_mapping(code, [(0,) * len(keymap[0])])
+        self._bound.clear()
+        self._x.sync()
+
+
+def chunks(line: str, size: int, budget: int) -> Iterator[str]:
+    """Pieces of ``line`` of at most ``size`` characters and at most ``budget`` distinct
+    non-ASCII ones (each may need a keycode of its own while its piece is typed)."""
+    chunk: list[str] = []
+    unusual: set[str] = set()
+    for char in line:
+        new = not char.isascii() and char not in unusual
+        if len(chunk) >= size or (new and budget and len(unusual) >= budget):
+            yield "".join(chunk)
+            chunk, unusual = [], set()
+        if not char.isascii():
+            unusual.add(char)
+        chunk.append(char)
+    if chunk:
+        yield "".join(chunk)

@@ -1,0 +1,537 @@
+"""The X11 desktop backend: mss for pixels, pyautogui for the mouse, xdotool for the keyboard.
+
+Why three tools: pyautogui's X11 keyboard types '<' as '>' and drops non-ASCII text, so keys
+and text go through ``xdotool`` (keysyms, and ``xdotool type`` for text); pyautogui's screenshot
+needs gnome-screenshot, so pixels come from ``mss``. Windows and monitors are read with
+python-xlib (EWMH properties, RandR monitors); the clipboard goes through ``xclip``.
+
+pyautogui connects to ``$DISPLAY`` when it is imported and stays bound to that display for the
+life of the process, so it is imported here, lazily, after the display has been checked. One
+process drives one display; to drive several, use one process each.
+
+Every key and mouse button this backend presses is released before the call returns, also when
+the call fails half-way. Subprocesses take argv lists; text goes on stdin, never in a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import Xlib.display
+import Xlib.error
+import Xlib.X
+from PIL import Image
+
+from agent_s.desktop import _xproto, apps
+from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
+from agent_s.desktop.ops import Button, Point
+from agent_s.errors import (
+    ActionExecutionError,
+    DesktopSetupError,
+    DisplayUnavailableError,
+    WindowNotFoundError,
+)
+from agent_s.keys import x_keysym
+
+PAUSE = 0.02  # pyautogui's pause after each call: short, but lets apps see separate events
+TYPE_DELAY_MS = 4  # between typed characters
+TYPE_CHUNK = 200  # characters per ``xdotool type`` call, so each call has a bounded duration
+DRAG_STEP_PX = 25  # a drag moves in steps of about this many pixels, so apps see motion
+ACTIVATE_TIMEOUT = 3.0
+CLICK_INTERVAL = 0.03  # between the clicks of a double or triple click
+# After a hotkey: shortcuts move focus, open boxes and menus, and an application may handle
+# that after the next keys have already arrived (Calc's ctrl+shift+F5 to its Name Box does).
+KEY_SETTLE = 0.1
+
+_BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
+_BUTTON_MASKS = {
+    1: Xlib.X.Button1Mask, 2: Xlib.X.Button2Mask, 3: Xlib.X.Button3Mask,
+    4: Xlib.X.Button4Mask, 5: Xlib.X.Button5Mask,
+}  # fmt: skip
+_TYPABLE_CONTROLS = {repr(c) for c in "\t\n\r"}
+_REQUIRED_TOOLS = {"xdotool": "xdotool", "xclip": "xclip"}  # program -> Debian package
+
+
+@contextlib.contextmanager
+def _environ(**values: str | None) -> Iterator[None]:
+    """Set process environment variables for a moment (python-xlib reads XAUTHORITY there)."""
+    saved = {key: os.environ.get(key) for key in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _display_key(name: str) -> tuple[str, str]:
+    """(host, display number) of a display name: ":1", ":1.0" and "unix:1" are the same."""
+    host, _, rest = name.rpartition(":")
+    host = "" if host in ("", "unix", "localhost") else host
+    return host, rest.split(".", 1)[0]
+
+
+def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
+    try:
+        with _environ(XAUTHORITY=xauthority) if xauthority else contextlib.nullcontext():
+            return Xlib.display.Display(display)
+    except (Xlib.error.DisplayError, Xlib.error.ConnectionClosedError, OSError) as err:
+        raise DisplayUnavailableError(
+            f"cannot reach the X display {display!r}: {err}. Is the X server running, and are "
+            "DISPLAY and XAUTHORITY right? (agent-s can start its own: `agent-s run --virtual`)"
+        ) from err
+
+
+def _bind_pyautogui(display: str, xauthority: str | None) -> ModuleType:
+    """Import pyautogui bound to ``display``; refuse if this process bound it elsewhere."""
+    if "pyautogui" not in sys.modules:
+        os.environ["DISPLAY"] = display
+        if xauthority:
+            os.environ["XAUTHORITY"] = xauthority
+    try:
+        import pyautogui
+    except Exception as err:  # Xlib raises several kinds while connecting at import time
+        raise DisplayUnavailableError(f"pyautogui cannot use display {display!r}: {err}") from err
+    x11_module = getattr(pyautogui, "platformModule", None)
+    bound_display = getattr(x11_module, "_display", None)
+    bound = bound_display.get_display_name() if bound_display is not None else display
+    if _display_key(bound) != _display_key(display):
+        raise DisplayUnavailableError(
+            f"pyautogui in this process is already bound to display {bound!r} and cannot "
+            f"drive {display!r}: it connects once, at import. Use one process per display."
+        )
+    pyautogui.PAUSE = PAUSE
+    pyautogui.FAILSAFE = True  # a human can still stop the agent by moving the mouse to a corner
+    return pyautogui
+
+
+class X11Backend:
+    """A real X11 desktop (``DesktopBackend``).
+
+    ``display``: an X display name such as ``":1"``; by default ``env["DISPLAY"]``.
+    ``env``: the environment for the programs this backend starts (xdotool, xclip, opened
+    applications); by default this process's. Raises ``DisplayUnavailableError`` when the
+    display cannot be reached, ``DesktopSetupError`` when xdotool or xclip is missing.
+    """
+
+    def __init__(self, display: str | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        if display is not None:
+            self.env["DISPLAY"] = display
+        name = self.env.get("DISPLAY", "")
+        if not name:
+            raise DisplayUnavailableError(
+                "no X display: DISPLAY is not set and no display was given. Run inside an X "
+                "session, pass display=':N', or let agent-s start a virtual one (--virtual)."
+            )
+        self.display = name
+        missing = [
+            f"{tool} (apt-get install {package})"
+            for tool, package in _REQUIRED_TOOLS.items()
+            if shutil.which(tool, path=self.env.get("PATH", os.defpath)) is None
+        ]
+        if missing:
+            raise DesktopSetupError(f"the X11 backend needs {', '.join(missing)}")
+        xauthority = self.env.get("XAUTHORITY")
+        self._x = _connect(name, xauthority)
+        self._gui = _bind_pyautogui(name, xauthority)
+        self._mss: Any = None
+        self._keys = _xproto.KeyBinder(self._x)
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close this backend's own X connections (pyautogui's stays: it is per process)."""
+        if self._mss is not None:
+            self._mss.close()
+            self._mss = None
+        with contextlib.suppress(Exception):
+            self._keys.release()  # the keycodes bound for typing
+            self._x.close()
+
+    def __enter__(self) -> X11Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _x_errors(self) -> Iterator[None]:
+        """Turn a lost X connection into ``DisplayUnavailableError``."""
+        try:
+            yield
+        except (Xlib.error.ConnectionClosedError, ConnectionError) as err:
+            raise DisplayUnavailableError(f"the X display {self.display} went away: {err}") from err
+
+    def _alive(self) -> bool:
+        try:
+            self._x.get_input_focus()
+        except Exception:  # any failure to get a reply means the connection is unusable
+            return False
+        return True
+
+    # -- pixels ---------------------------------------------------------------------------------
+
+    def geometry(self) -> ScreenGeometry:
+        """Monitors from RandR 1.5 (what the server calls monitors), else mss's CRTC list."""
+        with self._x_errors():
+            monitors = _xproto.randr_monitors(self._x)
+        if not monitors:
+            shots = self._screen_grabber().monitors
+            monitors = [
+                Monitor(m["left"], m["top"], m["width"], m["height"], primary=i == 0)
+                for i, m in enumerate(shots[1:] or shots[:1])
+            ]
+        return ScreenGeometry(tuple(monitors))
+
+    def _screen_grabber(self) -> Any:
+        if self._mss is None:
+            import mss
+
+            factory = getattr(mss, "MSS", None) or mss.mss  # mss >= 10.2 deprecates mss.mss
+            with _environ(XAUTHORITY=self.env.get("XAUTHORITY")):
+                self._mss = factory(display=self.display)
+        return self._mss
+
+    def capture(self, monitor: int | None = None) -> Screenshot:
+        """The whole screen (``None``: the box around all monitors) or monitor ``monitor``."""
+        if monitor is None:
+            left, top, width, height = self.geometry().bounds
+        else:
+            monitors = self.geometry().monitors
+            if not 0 <= monitor < len(monitors):
+                raise ValueError(f"monitor {monitor} does not exist; there are {len(monitors)}")
+            m = monitors[monitor]
+            left, top, width, height = m.x, m.y, m.width, m.height
+        region = {"left": left, "top": top, "width": width, "height": height}
+        shot = self._screen_grabber().grab(region)
+        image = Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
+        return Screenshot(image=image, origin=Point(left, top), scale=1.0)
+
+    # -- mouse ----------------------------------------------------------------------------------
+
+    def _on_screen(self, *points: Point) -> None:
+        """Refuse points off every monitor (pyautogui would clamp them to an edge and act
+        somewhere else)."""
+        geometry = self.geometry()
+        for at in points:
+            if not geometry.contains(at):
+                raise ValueError(f"point ({at.x}, {at.y}) is off the screen {geometry.bounds}")
+
+    def move(self, at: Point) -> None:
+        self._on_screen(at)
+        with self._x_errors():
+            self._gui.moveTo(at.x, at.y)
+
+    def pointer(self) -> Point:
+        with self._x_errors():
+            reply = self._x.screen().root.query_pointer()
+        return Point(reply.root_x, reply.root_y)
+
+    def click(
+        self, at: Point, button: Button = "left", clicks: int = 1, hold_keys: Sequence[str] = ()
+    ) -> None:
+        self._on_screen(at)
+        _button_number(button)
+        if not 1 <= clicks <= 3:
+            raise ValueError(f"clicks must be 1, 2 or 3, got {clicks}")
+        held = _keysyms(hold_keys)
+        with self._x_errors(), self._holding(held), self._buttons_released():
+            self._gui.click(at.x, at.y, clicks=clicks, interval=CLICK_INTERVAL, button=button)
+
+    def drag(
+        self, start: Point, end: Point, button: Button = "left", hold_keys: Sequence[str] = ()
+    ) -> None:
+        """Press at ``start``, move there in steps (apps see the motion), release at ``end``."""
+        self._on_screen(start, end)
+        _button_number(button)
+        held = _keysyms(hold_keys)
+        with self._x_errors(), self._holding(held), self._buttons_released():
+            self._gui.moveTo(start.x, start.y)
+            self._gui.mouseDown(start.x, start.y, button=button)
+            distance = max(abs(end.x - start.x), abs(end.y - start.y))
+            steps = max(4, min(40, distance // DRAG_STEP_PX))
+            for i in range(1, steps + 1):
+                x = start.x + (end.x - start.x) * i // steps
+                y = start.y + (end.y - start.y) * i // steps
+                self._gui.moveTo(x, y, _pause=False)
+                time.sleep(0.01)
+            time.sleep(0.05)  # let the app handle the last motion before the release
+            self._gui.mouseUp(end.x, end.y, button=button)
+
+    def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None:
+        """``clicks`` wheel notches at ``at``: positive is up, or right when ``horizontal``."""
+        self._on_screen(at)
+        with self._x_errors():
+            self._gui.moveTo(at.x, at.y)
+            if horizontal:
+                self._gui.hscroll(clicks, at.x, at.y)  # buttons 6/7
+            else:
+                self._gui.scroll(clicks, at.x, at.y)  # buttons 4/5
+
+    @contextlib.contextmanager
+    def _buttons_released(self) -> Iterator[None]:
+        """If the body fails, release any mouse button still down (bypassing pyautogui's
+        fail-safe, which may be the very reason the body failed)."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                mask = self._x.screen().root.query_pointer().mask
+                down = [str(n) for n, bit in _BUTTON_MASKS.items() if mask & bit]
+                for number in down:
+                    self._xdotool("mouseup", number)
+            raise
+
+    # -- keyboard -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _holding(self, keysyms: Sequence[str]) -> Iterator[None]:
+        """Hold keys down for the body; they are released in reverse order whatever happens."""
+        if not keysyms:
+            yield
+            return
+        try:
+            self._xdotool("keydown", *keysyms)
+            yield
+        finally:
+            self._xdotool("keyup", *reversed(keysyms))
+
+    def hotkey(self, keys: Sequence[str]) -> None:
+        """Press keys together in order, release in reverse (``["ctrl", "shift", "t"]``)."""
+        syms = _keysyms(keys)
+        if not syms:
+            raise ValueError("hotkey needs at least one key")
+        with self._holding(syms[:-1]):
+            self._xdotool("key", syms[-1])
+        time.sleep(KEY_SETTLE)
+
+    def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None:
+        held, pressed = _keysyms(hold_keys), _keysyms(press_keys)
+        if not pressed:
+            raise ValueError("hold_and_press needs at least one key to press")
+        with self._holding(held):
+            self._xdotool("key", *pressed)
+        time.sleep(KEY_SETTLE)
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` literally, unicode included; a newline is a press of Return.
+
+        Lines are typed separately with Return between them, because ``xdotool type`` sends
+        the Linefeed keysym for "\\n", which most applications ignore ("\\r\\n" and "\\r"
+        count as one newline). Characters the keyboard map lacks get keycodes of their own
+        first (``_xproto.KeyBinder``). Text goes to xdotool on stdin, in chunks.
+        """
+        bad = sorted({repr(c) for c in text if unicodedata.category(c) == "Cc"} - _TYPABLE_CONTROLS)
+        if bad:
+            raise ValueError(f"cannot type control characters {', '.join(bad)}")
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        with self._x_errors():
+            budget = self._keys.capacity()
+        for index, line in enumerate(lines):
+            if index:
+                self._xdotool("key", "Return")
+            for chunk in _xproto.chunks(line, TYPE_CHUNK, budget):
+                with self._x_errors():
+                    self._keys.bind(set(chunk))
+                self._xdotool(
+                    "type", "--delay", str(TYPE_DELAY_MS), "--file", "-",
+                    stdin=chunk, timeout=10 + len(chunk) * (TYPE_DELAY_MS + 20) / 1000,
+                )  # fmt: skip
+
+    def _xdotool(self, *args: str, stdin: str | None = None, timeout: float = 10.0) -> None:
+        self._run(["xdotool", *args], stdin=stdin, timeout=timeout)
+
+    def _run(
+        self, argv: list[str], *, stdin: str | None = None, timeout: float = 10.0
+    ) -> subprocess.CompletedProcess[bytes]:
+        try:
+            result = subprocess.run(
+                argv,
+                input=None if stdin is None else stdin.encode("utf-8"),
+                env=self.env,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise ActionExecutionError(f"{argv[0]} {argv[1]} took over {timeout:.0f} s") from err
+        if result.returncode != 0:
+            if not self._alive():
+                raise DisplayUnavailableError(f"the X display {self.display} went away")
+            detail = (
+                result.stderr.decode("utf-8", "replace").strip() or f"status {result.returncode}"
+            )
+            raise ActionExecutionError(f"{argv[0]} {argv[1]} failed: {detail}")
+        return result
+
+    # -- clipboard ------------------------------------------------------------------------------
+
+    def clipboard_get(self) -> str:
+        """The CLIPBOARD selection as text; ``""`` when nothing (or no text) is on it."""
+        for target in (["-t", "UTF8_STRING"], []):
+            result = subprocess.run(
+                ["xclip", "-o", "-selection", "clipboard", *target],
+                env=self.env, capture_output=True, timeout=10, check=False,
+            )  # fmt: skip
+            if result.returncode == 0:
+                return result.stdout.decode("utf-8", "replace")
+        if not self._alive():
+            raise DisplayUnavailableError(f"the X display {self.display} went away")
+        return ""
+
+    def clipboard_set(self, text: str) -> None:
+        """Put ``text`` on the CLIPBOARD selection (xclip keeps serving it in the background)."""
+        # xclip forks a child that owns the selection; it must not hold our pipes open, or
+        # waiting for xclip would wait for the next owner of the clipboard.
+        result = subprocess.run(
+            ["xclip", "-i", "-selection", "clipboard", "-t", "UTF8_STRING"],
+            input=text.encode("utf-8"), env=self.env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, timeout=10, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            if not self._alive():
+                raise DisplayUnavailableError(f"the X display {self.display} went away")
+            raise ActionExecutionError(
+                f"xclip could not set the clipboard (status {result.returncode})"
+            )
+
+    # -- windows --------------------------------------------------------------------------------
+
+    def windows(self) -> list[WindowInfo]:
+        """Top-level application windows, front-most first (EWMH, so a window manager must run)."""
+        with self._x_errors():
+            return _xproto.read_windows(self._x)
+
+    def activate(self, app: str) -> WindowInfo:
+        """Bring the window best matching ``app`` (class, then title, then fuzzy) to the front."""
+        with self._x_errors():
+            windows = self.windows()
+            matches = apps.match_windows(app, windows, fuzzy=True)
+            if not matches:
+                listing = tuple(f"{w.app}: {w.title}" for w in windows)
+                shown = "; ".join(listing) if listing else "none"
+                raise WindowNotFoundError(
+                    f"no open window matches {app!r}; open windows: {shown}",
+                    name=app, open_windows=listing,
+                )  # fmt: skip
+            target = matches[0]
+            _xproto.request_active(self._x, target.id)
+            deadline = time.monotonic() + ACTIVATE_TIMEOUT
+            while time.monotonic() < deadline:
+                current = next((w for w in self.windows() if w.id == target.id), None)
+                if current is None:
+                    raise WindowNotFoundError(
+                        f"the window {target.title!r} closed while being activated", name=app
+                    )
+                if current.active:
+                    return current
+                time.sleep(0.03)
+        raise ActionExecutionError(
+            f"the window manager did not activate {target.title!r} within {ACTIVATE_TIMEOUT} s"
+        )
+
+    def wait_for_window(
+        self, match: str | Callable[[WindowInfo], bool], timeout: float = 10.0
+    ) -> WindowInfo:
+        """Wait until a window matching ``match`` (a name, or a predicate) is open; return it.
+
+        A name matches a window's class exactly or as a substring of its class or title (no
+        fuzzy matching: a test waiting for a window must not accept a look-alike).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            windows = self.windows()
+            if callable(match):
+                found = [w for w in windows if match(w)]
+            else:
+                found = apps.match_windows(match, windows, fuzzy=False)
+            if found:
+                return found[0]
+            if time.monotonic() >= deadline:
+                listing = tuple(f"{w.app}: {w.title}" for w in windows)
+                raise WindowNotFoundError(
+                    f"no window matching {match!r} appeared within {timeout:g} s; "
+                    f"open windows: {'; '.join(listing) or 'none'}",
+                    name=str(match), open_windows=listing,
+                )  # fmt: skip
+            time.sleep(0.05)
+
+    # -- programs -------------------------------------------------------------------------------
+
+    def open(self, target: str) -> None:
+        """Open a file or URL with its default application, or start an application by name.
+
+        An existing path (``~`` expanded) or a URL goes to ``xdg-open``; otherwise the name is
+        looked up in the desktop entries, then on PATH (``AppNotFoundError`` if neither).
+        """
+        if not target.strip():
+            raise ValueError("open needs an application name or a file path")
+        path = Path(target).expanduser()
+        home = self.env.get("HOME")
+        if target.startswith("~") and home:
+            path = Path(home) / target[1:].lstrip("/")  # the desktop's HOME, not ours
+        if _is_url(target) or path.exists():
+            opener = "xdg-open" if shutil.which("xdg-open", path=self.env.get("PATH")) else None
+            argv = [opener, str(path) if path.exists() else target] if opener else None
+            if argv is None:
+                argv = ["gio", "open", str(path) if path.exists() else target]
+            self._spawn(argv, cwd=None)
+            return
+        launch = apps.resolve_app(target, self.env)
+        self._spawn(launch.argv, cwd=launch.cwd)
+
+    def _spawn(self, argv: list[str], cwd: str | None) -> None:
+        """Start a program detached from us (own session, no pipes), with the desktop's env."""
+        try:
+            proc = subprocess.Popen(
+                argv, env=self.env, cwd=cwd or self.env.get("HOME"), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        except OSError as err:
+            raise ActionExecutionError(f"could not start {argv[0]}: {err}") from err
+        # A program that fails at once (bad arguments, no display) says so within moments.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            status = proc.wait(0.3)
+            if status != 0:
+                raise ActionExecutionError(f"{' '.join(argv)} exited at once with status {status}")
+
+    def sleep(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"cannot sleep a negative time ({seconds})")
+        time.sleep(seconds)
+
+
+def _is_url(text: str) -> bool:
+    scheme, sep, rest = text.partition("://")
+    return bool(sep and rest and scheme.isascii() and scheme.isalpha())
+
+
+def _button_number(button: str) -> int:
+    if button not in _BUTTON_NUMBERS:
+        raise ValueError(f"button must be 'left', 'middle' or 'right', got {button!r}")
+    return _BUTTON_NUMBERS[button]
+
+
+def _keysyms(keys: Sequence[str]) -> list[str]:
+    """X keysyms for pyautogui key names; every name is checked before anything is pressed."""
+    if isinstance(keys, str):
+        raise TypeError("keys must be a sequence of key names, not one string")
+    return [x_keysym(key) for key in keys]

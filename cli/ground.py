@@ -1,0 +1,248 @@
+"""``agent-s ground "EXPRESSION"``: where would the agent click?
+
+Grounds one referring expression on the current screen (or on ``--image FILE``) and prints the
+point, the box, the grounder that answered and its evidence, and every grounder tried with the
+reason it did or did not answer (``--json`` for machines). ``--annotate OUT.png`` saves the
+screenshot with the point and box drawn on it. Exit codes: 0 found, 1 not found (the candidates
+seen are listed), 2 usage or setup error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+from PIL import Image, ImageDraw
+from rich.console import Console
+
+from agent_s.desktop.base import Screenshot
+from agent_s.errors import AgentSError
+from agent_s.grounding import (
+    AccessibilityGrounder,
+    CoordinateChain,
+    Grounder,
+    GrounderUnavailable,
+    GroundingChain,
+    GroundingError,
+    GroundingResult,
+    ModelGrounder,
+    NativeGrounder,
+    NotFound,
+    Observation,
+    OcrGrounder,
+)
+from agent_s.grounding.transform import CONVENTIONS, Convention
+from agent_s.images import ImageSpec
+from agent_s.models.errors import AuthenticationError, ProviderUnavailable
+
+_MODES = ("auto", "a11y", "ocr", "model", "native")
+
+
+def _observe(image: Path | None, err: Console) -> Observation:
+    if image is not None:
+        try:
+            with Image.open(image) as opened:
+                pixels = opened.convert("RGB")
+        except (OSError, ValueError) as error:
+            err.print(f"[red]cannot read {image}: {error}[/]", highlight=False)
+            raise typer.Exit(2) from error
+        return Observation(Screenshot(pixels))
+    from agent_s.desktop.x11 import X11Backend
+
+    try:
+        with X11Backend() as backend:
+            return Observation(backend.capture(), tuple(backend.windows()), backend.geometry())
+    except AgentSError as error:
+        err.print(f"[red]cannot capture the screen: {error}[/] (or pass --image FILE)")
+        raise typer.Exit(2) from error
+
+
+def _model_grounder(url: str | None, model: str | None, frame: str | None) -> ModelGrounder:
+    from agent_s.models.endpoints import settings_from_env
+    from agent_s.models.factory import build_provider
+
+    if not model:
+        raise typer.BadParameter("a grounding model needs --ground-model (and --ground-url)")
+    settings = settings_from_env("openai_compatible", model, base_url=url)
+    convention: Convention | None = None
+    if frame is not None:
+        if frame not in CONVENTIONS:
+            raise typer.BadParameter(f"--ground-frame must be one of {', '.join(CONVENTIONS)}")
+        convention = cast(Convention, frame)
+    return ModelGrounder(build_provider(settings), convention=convention)
+
+
+def _native_spec(model: str | None) -> ImageSpec:
+    """The image limits of the generation model whose coordinates are given (its profile)."""
+    if not model:
+        return ImageSpec()
+    from agent_s.models.profiles import ProfileRegistry
+
+    api = "anthropic" if "claude" in model.lower() else "openai_chat"
+    profile = ProfileRegistry().resolve(model, api)
+    return ImageSpec(
+        format=profile.image_format, max_long_side=profile.max_image_long_side,
+        max_pixels=profile.max_image_pixels,
+    )  # fmt: skip
+
+
+def _grounder(mode: str, *, live: bool, url: str | None, model: str | None,
+              frame: str | None, native_model: str | None) -> Grounder:  # fmt: skip
+    if mode == "a11y":
+        if not live:
+            raise typer.BadParameter("--ground a11y reads the live screen; it cannot use --image")
+        return AccessibilityGrounder()
+    if mode == "ocr":
+        return OcrGrounder()
+    if mode == "native":
+        return NativeGrounder(_native_spec(native_model))
+    if mode == "model":
+        return _model_grounder(url, model, frame)
+    chain: list[Grounder] = [AccessibilityGrounder()] if live else []
+    chain.append(OcrGrounder())
+    if model or url:
+        chain.append(_model_grounder(url, model, frame))
+    return GroundingChain(chain)
+
+
+def annotate(observation: Observation, result: GroundingResult, out: Path) -> None:
+    """Save the screenshot with the box (outline) and the point (cross in a ring) drawn on it."""
+    image = observation.screenshot.image.convert("RGB")
+    draw = ImageDraw.Draw(image)
+    chain = CoordinateChain(observation.screenshot)
+    if result.box is not None:
+        box = chain.screen_box_to_screenshot(result.box)
+        if box is not None:
+            draw.rectangle((box.x, box.y, box.right, box.bottom), outline=(0, 200, 0), width=2)
+    x, y = chain.screen_to_screenshot(result.point)
+    r = 9
+    draw.ellipse((x - r, y - r, x + r, y + r), outline=(255, 0, 0), width=2)
+    draw.line((x - r - 5, y, x + r + 5, y), fill=(255, 0, 0), width=1)
+    draw.line((x, y - r - 5, x, y + r + 5), fill=(255, 0, 0), width=1)
+    image.save(out)
+
+
+def _print_result(out: Console, result: GroundingResult) -> None:
+    out.print(f"point     ({result.point.x}, {result.point.y})", highlight=False)
+    if result.box is not None:
+        b = result.box
+        out.print(f"box       ({b.x}, {b.y}) {b.width}x{b.height}", highlight=False)
+    else:
+        out.print("box       unknown", highlight=False)
+    out.print(f"grounder  {result.grounder} (confidence {result.confidence:.2f})", highlight=False)
+    out.print(f"evidence  {result.evidence}", highlight=False, markup=False, soft_wrap=True)
+    for attempt in result.attempts:
+        line = f"tried     {attempt.grounder}: {attempt.outcome} ({attempt.seconds:.2f} s)"
+        out.print(f"{line} {attempt.reason}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_not_found(out: Console, error: NotFound) -> None:
+    out.print(f"not found: {error}", highlight=False, markup=False, soft_wrap=True)
+    if error.candidates:
+        out.print("candidates:", highlight=False)
+        for candidate in error.candidates:
+            out.print(f"  {candidate.describe()}  (score {candidate.score:.2f})",
+                      highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    else:
+        out.print("candidates: none", highlight=False)
+
+
+def _not_found_json(error: NotFound) -> dict[str, Any]:
+    return {
+        "found": False, "expression": error.expression, "message": str(error),
+        "reason": error.reason,
+        "candidates": [
+            {"text": c.text, "role": c.role, "score": c.score,
+             "box": list(c.box.as_tuple()) if c.box else None}
+            for c in error.candidates
+        ],
+        "attempts": [
+            {"grounder": a.grounder, "outcome": a.outcome, "reason": a.reason,
+             "seconds": round(a.seconds, 3)}
+            for a in error.attempts
+        ],
+    }  # fmt: skip
+
+
+def ground(
+    expression: Annotated[str, typer.Argument(help='What to find, e.g. "the Save button".')],
+    image: Annotated[
+        Path | None, typer.Option("--image", help="Ground on this image, not the live screen.")
+    ] = None,
+    mode: Annotated[
+        str, typer.Option("--ground", help="Grounder: auto, a11y, ocr, model or native.")
+    ] = "auto",
+    ground_url: Annotated[
+        str | None, typer.Option("--ground-url", help="OpenAI-compatible grounding model URL.")
+    ] = None,
+    ground_model: Annotated[
+        str | None, typer.Option("--ground-model", help="Grounding model name (e.g. UI-TARS).")
+    ] = None,
+    ground_frame: Annotated[
+        str | None,
+        typer.Option(
+            "--ground-frame",
+            help="Override the model family's coordinate frame: "
+            "pixels, grid1000, smart_resize or unit.",
+        ),
+    ] = None,  # fmt: skip
+    native_model: Annotated[
+        str | None,
+        typer.Option(
+            "--native-model",
+            help="With --ground native: the generation model whose "
+            "coordinates are given (its image limits set the frame).",
+        ),
+    ] = None,  # fmt: skip
+    annotate_to: Annotated[
+        Path | None, typer.Option("--annotate", help="Save the screenshot with point and box.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Where would the agent click? Ground EXPRESSION and print the point and the evidence."""
+    out, err = Console(), Console(stderr=True)
+    if mode not in _MODES:
+        raise typer.BadParameter(
+            f"--ground must be one of {', '.join(_MODES)}", param_hint="--ground"
+        )
+    grounder = _grounder(
+        mode, live=image is None, url=ground_url, model=ground_model, frame=ground_frame,
+        native_model=native_model,
+    )  # fmt: skip
+    if image is not None and mode == "auto":
+        err.print("accessibility skipped: --image is not the live screen", highlight=False)
+    observation = _observe(image, err)
+    try:
+        result = grounder.ground(expression, observation)
+    except NotFound as error:
+        if as_json:
+            out.print_json(json.dumps(_not_found_json(error)))
+        else:
+            _print_not_found(out, error)
+        raise typer.Exit(1) from error
+    except (GroundingError, AgentSError, ValueError) as error:
+        # A grounder that cannot look (no bus, no model server) is a setup problem: exit 2.
+        setup = isinstance(error, (GrounderUnavailable, ProviderUnavailable, AuthenticationError))
+        if as_json:
+            out.print_json(
+                json.dumps(
+                    {
+                        "found": False,
+                        "expression": expression,
+                        "message": str(error),
+                        "reason": type(error).__name__,
+                    }
+                )
+            )
+        else:
+            err.print(f"grounding failed: {error}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(2 if setup else 1) from error
+    if annotate_to is not None:
+        annotate(observation, result, annotate_to)
+        err.print(f"annotated screenshot: {annotate_to}", highlight=False)
+    if as_json:
+        out.print_json(json.dumps({"found": True, **result.to_json()}))
+    else:
+        _print_result(out, result)

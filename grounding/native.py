@@ -1,0 +1,123 @@
+"""Coordinates the generation model emits itself (Claude / OpenAI computer use, or any model
+asked to answer with a point), mapped through the same transform chain as everything else.
+
+Claude's computer-use tool gives ``{"action": "left_click", "coordinate": [x, y]}`` and OpenAI's
+``computer_call`` gives ``{"type": "click", "x": .., "y": ..}``: both are pixels of the
+screenshot the model was sent, which the encoder may have downscaled (Anthropic recommends
+about 1280x800). The agent keeps that ``EncodedImage``; ``native_result`` maps the point back
+through it to the screen, bounds-checked, so a downscaled or HiDPI screenshot cannot misplace
+a click. ``NativeGrounder`` is the same as a ``Grounder`` whose "expression" is the model's
+coordinate text, for ``agent-s ground --ground native`` and for replaying a trajectory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from agent_s.desktop.ops import Point
+from agent_s.grounding.model import location_to_screen
+from agent_s.grounding.replies import ReplySaysNotFound
+from agent_s.grounding.transform import Convention, CoordinateChain
+from agent_s.grounding.types import GroundingReplyError, GroundingResult, NotFound, Observation
+from agent_s.images import EncodedImage, ImageSpec
+
+
+def tool_call_point(arguments: Mapping[str, Any]) -> tuple[float, float]:
+    """(x, y) from a computer-use call's arguments (Claude ``coordinate`` or OpenAI ``x``/``y``).
+
+    Raises ``GroundingReplyError`` when there is no point or it is not two numbers.
+    """
+    if "coordinate" in arguments:
+        raw = arguments["coordinate"]
+        values = list(raw) if isinstance(raw, (list, tuple)) else None
+    elif "x" in arguments and "y" in arguments:
+        values = [arguments["x"], arguments["y"]]
+    else:
+        raise GroundingReplyError(
+            f"the call has no coordinate: {dict(arguments)}",
+            reply=str(dict(arguments))[:300], reason="unparseable",
+        )  # fmt: skip
+    if (
+        values is None
+        or len(values) != 2
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    ):
+        raise GroundingReplyError(
+            f"the call's coordinate is not two numbers: {values!r}",
+            reply=str(dict(arguments))[:300], reason="unparseable",
+        )  # fmt: skip
+    return float(values[0]), float(values[1])
+
+
+def native_result(
+    description: str,
+    reply: str,
+    *,
+    sent: EncodedImage,
+    observation: Observation,
+    convention: Convention = "pixels",
+    source: str = "the generation model",
+) -> GroundingResult:
+    """The screen point for a model's own coordinates ``reply`` over the image ``sent``."""
+    start = time.perf_counter()
+    chain = CoordinateChain(observation.screenshot, sent, observation.geometry)
+    try:
+        box, (x, y), facts = location_to_screen(reply, chain=chain, convention=convention)
+    except ReplySaysNotFound as err:
+        raise NotFound(
+            f"{source} gave no coordinates: {err}",
+            expression=description, grounder="native", reason="no coordinates",
+        ) from err  # fmt: skip
+    return GroundingResult(
+        expression=description,
+        point=Point(x, y),
+        grounder="native",
+        confidence=0.8,
+        evidence=f"{source} pointed at {facts['model_point']} in the {sent.width}x{sent.height} "
+        f"image it saw ({facts['convention']} frame)",
+        box=box,
+        details=facts,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def native_call_result(
+    description: str,
+    arguments: Mapping[str, Any],
+    *,
+    sent: EncodedImage,
+    observation: Observation,
+) -> GroundingResult:
+    """The screen point for a computer-use call's arguments over the image ``sent``."""
+    x, y = tool_call_point(arguments)
+    return native_result(
+        description, f"({x:g}, {y:g})", sent=sent, observation=observation,
+        source="the computer-use call",
+    )  # fmt: skip
+
+
+class NativeGrounder:
+    """A ``Grounder`` for coordinates written by the generation model: the "expression" is its
+    coordinate text ("(640, 400)", ``<point>``, a box). The screenshot is encoded with
+    ``image_spec`` (the generation model's, from its profile) to know the frame it answered in.
+    """
+
+    name = "native"
+
+    def __init__(
+        self, image_spec: ImageSpec | None = None, convention: Convention = "pixels"
+    ) -> None:
+        self.image_spec = image_spec or ImageSpec()
+        self.convention: Convention = convention
+
+    def ground(self, expression: str, observation: Observation) -> GroundingResult:
+        image = observation.screenshot.image
+        # Only the sizes matter for the mapping: the size the encoder sends this screenshot at.
+        width, height = self.image_spec.fit(image.width, image.height)
+        sent = EncodedImage(b"", self.image_spec.media_type, width, height, *image.size)
+        return native_result(
+            expression, expression, sent=sent, observation=observation,
+            convention=self.convention,
+        )  # fmt: skip

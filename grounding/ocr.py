@@ -1,0 +1,464 @@
+"""OCR grounding with tesseract: read the screen once per step, find phrases, find text spans.
+
+The engine runs the ``tesseract`` binary that pytesseract is configured with (its
+``tesseract_cmd``), on an image preprocessed the way that reads real UIs best here (REFERENCE
+section 5, re-measured by ``scripts/bench_grounding.py``): grayscale, upscaled 2x, page
+segmentation mode 11 (sparse text: every label on its own), ``OMP_THREAD_LIMIT=1`` in the
+subprocess environment (tesseract's OpenMP threads only fight each other on a small machine).
+It is called directly rather than through ``pytesseract.image_to_data`` because pytesseract
+hands tesseract this process's whole environment and offers no way to set one variable for one
+call; the image goes in on stdin and the TSV comes back on stdout, with no temporary files.
+
+``OcrReader`` caches one page per observation (keyed on the screenshot's pixels) and region,
+so every grounding of a step shares one OCR pass. ``OcrGrounder`` matches the phrase of a
+referring expression against the lines read (``matching``), optionally re-reading only the
+active window when the whole screen did not show the phrase (bitmap fonts and busy screens read
+better cropped), and turns the match into screen coordinates through the transform chain.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from PIL import Image, ImageOps
+
+from agent_s.grounding import matching
+from agent_s.grounding.query import Query, normalize, parse_query
+from agent_s.grounding.transform import CoordinateChain
+from agent_s.grounding.types import (
+    Box,
+    Candidate,
+    GrounderUnavailable,
+    GroundingResult,
+    NotFound,
+    Observation,
+    TextSpan,
+)
+
+CropMode = Literal["never", "fallback", "always"]
+GLYPH_CONFIDENCE = 0.6  # at most, for a one-character label: tesseract misreads lone glyphs
+
+
+@dataclass(frozen=True)
+class OcrWord:
+    """One word read, with its box in screenshot pixels and tesseract's confidence (0..1)."""
+
+    text: str
+    box: Box
+    confidence: float
+    line: int  # index of its line in the page, in reading order
+    index: int = 0  # index of the word in the page, in reading order
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    """The words read from one region of one screenshot, in reading order."""
+
+    words: tuple[OcrWord, ...]
+    region: Box  # screenshot pixels that were read
+    seconds: float
+    engine: str
+
+    def lines(self) -> list[list[OcrWord]]:
+        grouped: dict[int, list[OcrWord]] = {}
+        for word in self.words:
+            grouped.setdefault(word.line, []).append(word)
+        return [grouped[k] for k in sorted(grouped)]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(" ".join(w.text for w in line) for line in self.lines())
+
+
+@dataclass(frozen=True)
+class TesseractOptions:
+    scale: float = 2.0  # upscale factor before reading
+    psm: int = 11  # page segmentation mode: 11 = sparse text, 3 = automatic, 6 = one block
+    grayscale: bool = True
+    language: str = "eng"
+    threads: int = 1  # OMP_THREAD_LIMIT for the subprocess
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.scale <= 4:
+            raise ValueError(f"OCR scale must be within 0.5..4, not {self.scale}")
+        if not 0 <= self.psm <= 13:
+            raise ValueError(f"tesseract page segmentation mode must be 0..13, not {self.psm}")
+
+    def describe(self) -> str:
+        gray = "grayscale " if self.grayscale else ""
+        return f"tesseract {gray}{self.scale:g}x psm {self.psm}"
+
+
+def _tesseract_command() -> str | None:
+    try:
+        import pytesseract
+    except ImportError:  # pragma: no cover - a declared dependency
+        return shutil.which("tesseract")
+    configured = str(pytesseract.pytesseract.tesseract_cmd)
+    return shutil.which(configured) or (configured if os.path.isfile(configured) else None)
+
+
+class TesseractEngine:
+    """Reads the words of an image with the tesseract binary (see the module docstring)."""
+
+    name = "tesseract"
+
+    def __init__(
+        self, options: TesseractOptions | None = None, *, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.options = options or TesseractOptions()
+        self._env = dict(os.environ if env is None else env)
+        self._env["OMP_THREAD_LIMIT"] = str(self.options.threads)
+        self._command = _tesseract_command()
+
+    @property
+    def available(self) -> bool:
+        return self._command is not None
+
+    def read(self, image: Image.Image) -> list[tuple[str, Box, float, tuple[int, int, int]]]:
+        """(text, box in ``image`` pixels, confidence 0..1, tesseract line id) per word."""
+        if self._command is None:
+            raise GrounderUnavailable(
+                "OCR needs the tesseract program (apt-get install tesseract-ocr tesseract-ocr-eng)",
+                grounder="ocr", reason="tesseract is not installed",
+            )  # fmt: skip
+        opts = self.options
+        prepared = ImageOps.grayscale(image) if opts.grayscale else image.convert("RGB")
+        if opts.scale != 1:
+            size = (round(image.width * opts.scale), round(image.height * opts.scale))
+            prepared = prepared.resize(size, Image.Resampling.LANCZOS)
+        buffer = io.BytesIO()
+        prepared.save(buffer, format="PPM")  # raw PGM/PPM: the fastest format to hand over
+        argv = [self._command, "stdin", "stdout", "--psm", str(opts.psm), "-l", opts.language,
+                "tsv"]  # fmt: skip
+        try:
+            done = subprocess.run(
+                argv, input=buffer.getvalue(), capture_output=True, env=self._env,
+                timeout=opts.timeout_s, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired as err:
+            raise GrounderUnavailable(
+                f"tesseract took over {opts.timeout_s:g} s", grounder="ocr", reason="timeout"
+            ) from err
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip()[-300:]
+            raise GrounderUnavailable(
+                f"tesseract failed (status {done.returncode}): {detail}",
+                grounder="ocr", reason="tesseract failed",
+            )  # fmt: skip
+        return self._parse(done.stdout.decode("utf-8", "replace"), image.size)
+
+    def _parse(
+        self, tsv: str, size: tuple[int, int]
+    ) -> list[tuple[str, Box, float, tuple[int, int, int]]]:
+        scale = self.options.scale
+        words = []
+        for row in tsv.splitlines()[1:]:
+            cols = row.split("\t")
+            if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
+                continue
+            left, top, width, height = (int(c) for c in cols[6:10])
+            x0 = max(0, math.floor(left / scale))
+            y0 = max(0, math.floor(top / scale))
+            x1 = min(size[0] - 1, max(x0, math.ceil((left + width) / scale) - 1))
+            y1 = min(size[1] - 1, max(y0, math.ceil((top + height) / scale) - 1))
+            line = (int(cols[2]), int(cols[3]), int(cols[4]))
+            conf = max(0.0, min(1.0, float(cols[10]) / 100))
+            words.append((cols[11].strip(), Box.from_corners(x0, y0, x1, y1), conf, line))
+        return words
+
+
+def _order(raw: Sequence[tuple[str, Box, float, tuple[int, int, int]]]) -> tuple[OcrWord, ...]:
+    """Words in reading order: lines top to bottom (in rows), left to right; words by x."""
+    lines: dict[tuple[int, int, int], list[tuple[str, Box, float]]] = {}
+    for text, box, conf, line in raw:
+        lines.setdefault(line, []).append((text, box, conf))
+    boxes = []
+    for members in lines.values():
+        box = members[0][1]
+        for _, other, _ in members[1:]:
+            box = box.union(other)
+        boxes.append((box, sorted(members, key=lambda m: m[1].x)))
+    boxes.sort(key=lambda item: (item[0].center.y, item[0].x))
+    rows: list[list[tuple[Box, list[tuple[str, Box, float]]]]] = []
+    for item in boxes:
+        if rows and abs(rows[-1][0][0].center.y - item[0].center.y) <= max(
+            3, min(rows[-1][0][0].height, item[0].height) // 2
+        ):
+            rows[-1].append(item)
+        else:
+            rows.append([item])
+    words: list[OcrWord] = []
+    line_no = 0
+    for row in rows:
+        for _, members in sorted(row, key=lambda item: item[0].x):
+            for text, box, conf in members:
+                words.append(OcrWord(text, box, conf, line_no, len(words)))
+            line_no += 1
+    return tuple(words)
+
+
+class OcrReader:
+    """Reads each (screenshot, region) once and keeps the last ``max_pages`` pages."""
+
+    def __init__(self, engine: TesseractEngine | None = None, *, max_pages: int = 8) -> None:
+        self.engine = engine or TesseractEngine()
+        self.max_pages = max_pages
+        self.passes = 0  # OCR passes actually run (cache misses), for tests and benchmarks
+        self._pages: OrderedDict[tuple[str, tuple[int, ...]], OcrPage] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def seconds_for(self, observation: Observation) -> float:
+        """Seconds spent reading the pages of ``observation`` still cached (benchmarks)."""
+        with self._lock:
+            return sum(p.seconds for k, p in self._pages.items() if k[0] == observation.key)
+
+    def page(self, observation: Observation, region: Box | None = None) -> OcrPage:
+        """The words of ``region`` (screenshot pixels; default the whole screenshot)."""
+        image = observation.screenshot.image
+        full = Box(0, 0, image.width, image.height)
+        region = full if region is None else region
+        key = (observation.key, region.as_tuple())
+        with self._lock:
+            if key in self._pages:
+                self._pages.move_to_end(key)
+                return self._pages[key]
+            start = time.perf_counter()
+            crop = (
+                image
+                if region == full
+                else image.crop(
+                    (region.x, region.y, region.x + region.width, region.y + region.height)
+                )
+            )
+            raw = [
+                (text, Box(box.x + region.x, box.y + region.y, box.width, box.height), conf, line)
+                for text, box, conf, line in self.engine.read(crop)
+            ]
+            self.passes += 1
+            page = OcrPage(_order(raw), region, time.perf_counter() - start, self.engine.name)
+            self._pages[key] = page
+            while len(self._pages) > self.max_pages:
+                self._pages.popitem(last=False)
+            return page
+
+
+def _active_region(observation: Observation, chain: CoordinateChain) -> Box | None:
+    window = observation.active_window
+    if window is None or window.width < 8 or window.height < 8:
+        return None
+    region = chain.screen_box_to_screenshot(Box(window.x, window.y, window.width, window.height))
+    image = observation.screenshot.image
+    if region is None or region == Box(0, 0, image.width, image.height):
+        return None
+    return region
+
+
+class OcrGrounder:
+    """Finds a referring expression's words among the words OCR read on the screen.
+
+    ``crop``: ``"fallback"`` (default) reads the whole screen, and the active window alone
+    when the phrase was not found; ``"always"`` reads only the active window; ``"never"``
+    only the whole screen.
+    """
+
+    name = "ocr"
+
+    def __init__(self, reader: OcrReader | None = None, *, crop: CropMode = "fallback") -> None:
+        self.reader = reader or OcrReader()
+        self.crop = crop
+
+    def _iter_pages(
+        self, observation: Observation, chain: CoordinateChain
+    ) -> Iterator[tuple[OcrPage, str]]:
+        """The pages to search, read on demand: the active window only if the screen missed."""
+        if self.crop != "always":
+            yield self.reader.page(observation), "screen"
+        if self.crop == "never":
+            return
+        region = _active_region(observation, chain)
+        if region is not None:
+            yield self.reader.page(observation, region), "active window"
+        elif self.crop == "always":
+            yield self.reader.page(observation), "screen"
+
+    def ground(self, expression: str, observation: Observation) -> GroundingResult:
+        start = time.perf_counter()
+        query = parse_query(expression)
+        chain = CoordinateChain(observation.screenshot, geometry=observation.geometry)
+        candidates: list[Candidate] = []
+        ocr_seconds = 0.0
+        for page, region in self._iter_pages(observation, chain):
+            ocr_seconds += page.seconds
+            found = _find(query, page, chain, observation)
+            if found is None:
+                candidates.extend(_closest(query, page, chain))
+                continue
+            phrase, matches = found
+            choice = matching.choose(query, matches, observation.windows)
+            if choice is None:
+                raise NotFound(
+                    f"OCR found {len(matches)} match(es) of {' '.join(phrase)!r}, fewer than "
+                    f"the ordinal in {expression!r} asks for",
+                    expression=expression, grounder=self.name, reason="too few matches",
+                    candidates=tuple(_as_candidate(m) for m in matches),
+                )  # fmt: skip
+            match = choice.match
+            why = f"; chosen by {', '.join(choice.reasons)}" if choice.reasons else ""
+            return GroundingResult(
+                expression=expression,
+                point=match.box.center,
+                grounder=self.name,
+                confidence=matching.confidence(choice, query, phrase, glyph_cap=GLYPH_CONFIDENCE),
+                evidence=f"OCR ({region}) read {match.text!r} for {' '.join(phrase)!r} "
+                f"(score {match.score:.2f}){why}",
+                box=match.box,
+                details={
+                    "words": match.data["words"],
+                    "word_indices": match.data["indices"],
+                    "phrase": " ".join(phrase),
+                    "score": round(match.score, 3),
+                    "matches": len(matches),
+                    "region": region,
+                    "ocr_seconds": round(ocr_seconds, 3),
+                },  # fmt: skip
+                seconds=time.perf_counter() - start,
+            )
+        seen = sorted({c.text: c for c in candidates}.values(), key=lambda c: -c.score)[:8]
+        raise NotFound(
+            f"OCR did not find {' '.join(query.phrase)!r} on the screen",
+            expression=expression, grounder=self.name, reason="no text matches",
+            candidates=tuple(seen),
+        )  # fmt: skip
+
+    def span(self, start_phrase: str, end_phrase: str, observation: Observation) -> TextSpan:
+        """Where to drag to select from ``start_phrase`` to ``end_phrase`` (the shortest span).
+
+        Raises ``NotFound`` when either phrase is missing or no end follows a start; never
+        falls back to a word of its own choosing.
+        """
+        chain = CoordinateChain(observation.screenshot, geometry=observation.geometry)
+        page = self.reader.page(observation)
+        normal = [normalize(w.text) for w in page.words]
+        starts = _occurrences(normalize_phrase(start_phrase), normal)
+        ends = _occurrences(normalize_phrase(end_phrase), normal)
+        pairs = [
+            (e_last - s_first, -(s_score + e_score), s_first, e_last, min(s_score, e_score))
+            for s_score, s_first, _ in starts
+            for e_score, _, e_last in ends
+            if e_last >= s_first
+        ]
+        if not pairs:
+            missing = [p for p, found in ((start_phrase, starts), (end_phrase, ends)) if not found]
+            reason = (
+                f"OCR did not find {' and '.join(repr(m) for m in missing)}"
+                if missing else f"no {end_phrase!r} follows {start_phrase!r}"
+            )  # fmt: skip
+            words = [Candidate(w.text, 0.0, chain.box_to_screen(w.box)) for w in page.words[:40]]
+            raise NotFound(
+                reason, expression=f"{start_phrase} ... {end_phrase}", grounder=self.name,
+                reason="span not found", candidates=tuple(words),
+            )  # fmt: skip
+        _, _, first, last, score = min(pairs)
+        head, tail = page.words[first].box, page.words[last].box
+        start = chain.screenshot_to_screen(min(head.x + 1, head.right), head.center.y)
+        # A little past the last word's ink (a third of a character): xterm ends a selection
+        # at the cell boundary left of the pointer, so the pointer must leave the last glyph's
+        # cell; toolkits that round to the nearest boundary end after the glyph as well.
+        past = max(2, round(0.3 * tail.width / max(1, len(page.words[last].text))))
+        last_column = observation.screenshot.image.width - 1
+        end = chain.screenshot_to_screen(min(tail.right + past, last_column), tail.center.y)
+        words = tuple(w.text for w in page.words[first : last + 1])
+        return TextSpan(
+            start=start, end=end, start_word=first, end_word=last, words=words,
+            confidence=round(min(1.0, score), 3),
+            evidence=f"OCR words {first}-{last}: {' '.join(words)[:120]!r}",
+        )  # fmt: skip
+
+
+def normalize_phrase(text: str) -> tuple[str, ...]:
+    phrase = tuple(t for t in (normalize(w) for w in text.split()) if t)
+    if not phrase:
+        raise ValueError("a text-span phrase must have at least one word")
+    return phrase
+
+
+def _occurrences(phrase: tuple[str, ...], words: list[str]) -> list[tuple[float, int, int]]:
+    """Every run of ``words`` matching ``phrase``: (score, first, last), best runs per start."""
+    found: list[tuple[float, int, int]] = []
+    n = len(phrase)
+    for size in sorted({max(1, n - 1), n, n + 1}):
+        for first in range(0, len(words) - size + 1):
+            score = matching.text_similarity(phrase, words[first : first + size])
+            if score >= matching.MIN_SCORE:
+                found.append((score, first, first + size - 1))
+    best: dict[int, tuple[float, int, int]] = {}
+    for item in found:
+        if item[1] not in best or item[0] > best[item[1]][0]:
+            best[item[1]] = item
+    return list(best.values())
+
+
+def _find(
+    query: Query, page: OcrPage, chain: CoordinateChain, observation: Observation
+) -> tuple[tuple[str, ...], list[matching.Match]] | None:
+    """The matches of the query's phrase that matches best (see ``matching.best_phrase``)."""
+    lines = page.lines()
+    normal = [[normalize(w.text) for w in line] for line in lines]
+    found: list[tuple[tuple[str, ...], list[matching.Match]]] = []
+    for phrase in query.phrases:
+        matches = []
+        for line, words in zip(lines, normal, strict=True):
+            hit = matching.best_window(phrase, words)
+            if hit is None:
+                continue
+            score, first, last = hit
+            picked = line[first : last + 1]
+            box = picked[0].box
+            for word in picked[1:]:
+                box = box.union(word.box)
+            screen_box = chain.box_to_screen(box)
+            mean_conf = sum(w.confidence for w in picked) / len(picked)
+            match = matching.Match(
+                text=" ".join(w.text for w in picked),
+                score=score * (0.9 + 0.1 * mean_conf),
+                box=screen_box,
+                isolated=len(picked) == len(line),
+                window=matching.window_at(screen_box, observation.windows),
+                data={"words": [w.text for w in picked], "indices": [w.index for w in picked]},
+            )
+            if query.role == "menu" and match.window is not None:
+                match.role_agrees = screen_box.y - match.window.y < 48 or None
+            matches.append(match)
+        if matches:
+            found.append((phrase, matches))
+    return matching.best_phrase(found)
+
+
+def _closest(query: Query, page: OcrPage, chain: CoordinateChain) -> list[Candidate]:
+    """Lines of the page most like the phrase, for a "not found" report."""
+    target = " ".join(query.phrase)
+    scored = []
+    for line in page.lines():
+        text = " ".join(w.text for w in line)
+        ratio = matching.SequenceMatcher(None, target, normalize(text)).ratio()
+        box = line[0].box
+        for word in line[1:]:
+            box = box.union(word.box)
+        scored.append(Candidate(text, round(ratio, 3), chain.box_to_screen(box)))
+    return sorted(scored, key=lambda c: -c.score)[:8]
+
+
+def _as_candidate(match: matching.Match) -> Candidate:
+    return Candidate(match.text, round(min(1.0, match.score), 3), match.box, match.role)

@@ -1,0 +1,425 @@
+"""Benchmark the grounders on real applications on a virtual desktop.
+
+    .venv/bin/python scripts/bench_grounding.py [--apps galculator,gtk3-demo,...] [--max 40]
+                                                [--json OUT.json] [--no-ocr-variants]
+
+For each application (GTK: galculator, gtk3-demo, mousepad; Qt: a PySide6 window when PySide6
+is installed; chromium with a local page when chromium is installed; LibreOffice Calc when
+installed) it starts the program alone on a fresh 1280x800 virtual desktop, waits until the
+screen is still, takes ground truth from the accessibility tree (every showing element with a
+name and an on-screen box, names unique within the app) and asks each grounder to locate each
+element by its visible label and by "the <label> <role>". A hit is a point inside the true
+box. It prints the hit rate and the median latency per grounder and per application.
+
+The ``model`` rows run the grounding-model path against the scripted model server replaying
+the true centre in each family's coordinate format (UI-TARS 1.0 grid, UI-TARS-1.5
+smart-resized pixels, Seed ``<point>``, pixel boxes, 0-1 fractions) through the real openai
+SDK: they measure parsing and the transform chain, not a model's accuracy (a replayed answer
+is right by construction; a miss is a bug in the chain).
+
+Accessibility is scored against its own tree, so its rows measure the matcher (names, roles,
+disambiguation), not the tree; OCR rows are the independent measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+VERBOSE = "--verbose" in sys.argv
+
+QT_APP = """
+import sys
+from PySide6.QtWidgets import (QApplication, QCheckBox, QLabel, QLineEdit, QMainWindow,
+    QPushButton, QVBoxLayout, QHBoxLayout, QWidget, QComboBox, QRadioButton)
+app = QApplication(sys.argv)
+win = QMainWindow(); win.setWindowTitle("Qt grounding bench")
+menu = win.menuBar()
+for name in ("File", "Edit", "View", "Tools", "Help"):
+    menu.addMenu(name)
+body = QWidget(); layout = QVBoxLayout(body)
+layout.addWidget(QLabel("Customer details"))
+row = QHBoxLayout(); row.addWidget(QLabel("Name")); row.addWidget(QLineEdit())
+layout.addLayout(row)
+layout.addWidget(QCheckBox("Send newsletter"))
+layout.addWidget(QRadioButton("Express shipping"))
+combo = QComboBox(); combo.addItems(["Germany", "France"]); layout.addWidget(combo)
+buttons = QHBoxLayout()
+for name in ("Save", "Cancel", "Apply", "Reset"):
+    buttons.addWidget(QPushButton(name))
+layout.addLayout(buttons)
+win.setCentralWidget(body); win.resize(640, 420); win.move(200, 150); win.show()
+sys.exit(app.exec())
+"""
+HTML_PAGE = """<!doctype html><html><head><title>Grounding bench page</title></head>
+<body style="font-family: sans-serif; margin: 30px">
+<h1>Order summary</h1>
+<nav><a href="#a">Home</a> | <a href="#b">Products</a> | <a href="#c">Contact us</a></nav>
+<p>Your order of 3 items totals 42.50 EUR.</p>
+<label>Email <input type="text" aria-label="Email"></label>
+<label><input type="checkbox"> Remember me</label>
+<p><button>Place order</button> <button>Continue shopping</button></p>
+<table border="1"><tr><th>Item</th><th>Price</th></tr><tr><td>Notebook</td><td>12.00</td></tr>
+<tr><td>Pencil set</td><td>30.50</td></tr></table>
+</body></html>"""
+ROLE_WORDS = {
+    "push button": "button", "toggle button": "button", "menu": "menu", "menu item": "menu item",
+    "page tab": "tab", "check box": "checkbox", "radio button": "radio button", "text": "field",
+    "entry": "field", "label": "label", "link": "link", "table cell": "cell", "heading": "heading",
+    "combo box": "dropdown", "column header": "header", "spin button": "field",
+}  # fmt: skip
+
+
+# Roles whose name is normally drawn as text (not icon-only buttons, window controls, fields).
+TEXT_ROLES = frozenset(
+    {
+        "label",
+        "menu",
+        "menu item",
+        "page tab",
+        "link",
+        "heading",
+        "table cell",
+        "check box",
+        "radio button",
+        "static",
+        "column header",
+        "list item",
+    }
+)
+
+
+@dataclass
+class Target:
+    name: str
+    role: str
+    box: Any  # grounding.types.Box (screen)
+
+
+@dataclass
+class Tally:
+    hits: int = 0
+    total: int = 0
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, hit: bool, seconds: float) -> None:
+        self.hits += hit
+        self.total += 1
+        self.seconds.append(seconds)
+
+    def cell(self) -> str:
+        if not self.total:
+            return "-"
+        rate = 100 * self.hits / self.total
+        ms = 1000 * statistics.median(self.seconds)
+        return f"{rate:5.1f}% ({self.hits}/{self.total}) {ms:6.0f} ms"
+
+
+def _apps(tmp: Path) -> dict[str, tuple[list[str], dict[str, str], str, float]]:
+    """name -> (argv, extra env, window match, settle seconds) for what is installed."""
+    apps: dict[str, tuple[list[str], dict[str, str], str, float]] = {
+        "galculator": (["galculator"], {}, "galculator", 1.0),
+        "gtk3-demo": (["gtk3-demo"], {}, "gtk3-demo", 1.0),
+    }
+    doc = tmp / "notes.txt"
+    doc.write_text("Meeting notes\nBudget 2025: 12,400 EUR approved\nNext review on Friday\n")
+    apps["mousepad"] = (["mousepad", str(doc)], {}, "notes", 1.0)
+    try:
+        import PySide6  # noqa: F401 - only checking that it is there
+
+        script = tmp / "qt_app.py"
+        script.write_text(QT_APP)
+        apps["qt (PySide6)"] = ([sys.executable, str(script)], {"QT_ACCESSIBILITY": "1"},
+                                "Qt grounding bench", 1.5)  # fmt: skip
+    except ImportError:
+        print("skipping Qt: PySide6 is not installed", file=sys.stderr)
+    if shutil.which("chromium"):
+        page = tmp / "page.html"
+        page.write_text(HTML_PAGE)
+        apps["chromium"] = (
+            ["chromium", "--no-sandbox", "--force-renderer-accessibility", "--disable-gpu",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={tmp / 'chromium'}", "--window-size=1200,760",
+             "--window-position=0,0", page.as_uri()],
+            {}, "Grounding bench page", 4.0,
+        )  # fmt: skip
+    else:
+        print("skipping chromium: not installed", file=sys.stderr)
+    if shutil.which("localc"):
+        apps["libreoffice-calc"] = (["localc", "--norestore", "--nologo"],
+                                    {"SAL_USE_VCLPLUGIN": "gtk3"}, "Calc", 6.0)  # fmt: skip
+    return apps
+
+
+def _still(backend: Any, timeout: float = 6.0) -> None:
+    from agent_s.desktop.ops import Point
+
+    backend.move(Point(1270, 790))
+    previous, deadline = None, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pixels = backend.capture().image.tobytes()
+        if pixels == previous:
+            return
+        previous = pixels
+        time.sleep(0.3)
+
+
+def _targets(observation: Any, pid: int | None, app_name: str, limit: int) -> list[Target]:
+    from agent_s.grounding import AccessibilityTree
+    from agent_s.grounding.accessibility import _on_screen
+
+    elements = [e for e in AccessibilityTree().elements() if (pid and e.pid == pid)
+                or app_name.lower().split()[0] in e.app.lower()]  # fmt: skip
+    counts: dict[str, int] = {}
+    for e in elements:
+        counts[e.name] = counts.get(e.name, 0) + 1
+    chosen = []
+    for e in elements:
+        words = e.name.split()
+        if counts[e.name] != 1 or not 1 <= len(words) <= 6 or not _on_screen(e, observation):
+            continue
+        if e.role in ("frame", "window", "dialog", "panel", "filler", "application"):
+            continue
+        if e.box.width < 4 or e.box.height < 4 or e.box.width * e.box.height > 400 * 300:
+            continue
+        if not any(ch.isalnum() or ch in "+-=*/%<>()." for ch in e.name):
+            continue
+        chosen.append(Target(e.name, e.role, e.box))
+    random.Random(7).shuffle(chosen)  # noqa: S311 - a reproducible sample, not a secret
+    return chosen[:limit]
+
+
+def _queries(target: Target) -> list[str]:
+    queries = [target.name]
+    word = ROLE_WORDS.get(target.role)
+    if word:
+        queries.append(f"the {target.name} {word}")
+    return queries
+
+
+def _model_replies(observation: Any, targets: list[Target]) -> dict[str, tuple[str, list[str]]]:
+    """format -> (model name, replies in order) answering each query with the true centre."""
+    from agent_s.desktop.ops import Point
+    from agent_s.grounding.model import default_image_spec
+    from agent_s.grounding.transform import CoordinateChain
+    from agent_s.images import EncodedImage
+
+    image = observation.screenshot.image
+    formats = {
+        "ui-tars-1.0 grid": ("ui-tars-72b-dpo", "grid1000", "click(start_box='({x:.0f},{y:.0f})')"),
+        "ui-tars-1.5 smart": ("ui-tars-1.5-7b", "smart_resize",
+                              "Action: click(start_box='<|box_start|>({x:.0f},{y:.0f})"
+                              "<|box_end|>')"),
+        "seed point": ("doubao-seed-1.6", "grid1000", "<point>{x:.0f} {y:.0f}</point>"),
+        "pixel box": ("gpt-4o", "pixels", "[{x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f}]"),
+        "0-1 fractions": ("generic-vlm", "pixels", "({ux:.4f}, {uy:.4f})"),
+    }  # fmt: skip
+    out = {}
+    for label, (model, convention, template) in formats.items():
+        spec = default_image_spec(convention)  # type: ignore[arg-type]
+        w, h = spec.fit(*image.size)
+        chain = CoordinateChain(observation.screenshot, EncodedImage(b"", "image/png", w, h,
+                                                                      *image.size))  # fmt: skip
+        frame = chain.frame(convention)  # type: ignore[arg-type]
+        unit = chain.frame("unit")
+        replies = []
+        for target in targets:
+            x, y = chain.screen_to_model(target.box.center, frame)
+            x1, y1 = chain.screen_to_model(Point(target.box.x + 1, target.box.y + 1), frame)
+            x2, y2 = chain.screen_to_model(Point(target.box.right - 1, target.box.bottom - 1),
+                                           frame)  # fmt: skip
+            ux, uy = chain.screen_to_model(target.box.center, unit)
+            text = template.format(x=x, y=y, x1=x1, y1=y1, x2=x2, y2=y2, ux=ux, uy=uy)
+            replies.extend([text] * len(_queries(target)))
+        out[label] = (model, replies)
+    return out
+
+
+def _run_grounder(
+    name: str,
+    ground: Callable[[str], Any],
+    targets: list[Target],
+    tallies: dict,
+    app: str,
+    cold: Callable[[Any], float] | None = None,
+) -> None:
+    """Ask ``ground`` for every query of every target; ``cold(result_or_error)`` adds the cost
+    of work a cache saved (the OCR pass), so latencies are those of a fresh screenshot."""
+    from agent_s.grounding import GroundingError
+    from agent_s.models.errors import ModelError
+
+    for target in targets:
+        for query in _queries(target):
+            start = time.perf_counter()
+            try:
+                outcome: Any = ground(query)
+                hit = target.box.contains(outcome.point)
+            except (GroundingError, ModelError) as err:
+                outcome, hit = err, False
+            elapsed = time.perf_counter() - start + (cold(outcome) if cold else 0.0)
+            if VERBOSE and not hit and name in ("ocr", "a11y", "auto (a11y, ocr)"):
+                got = getattr(outcome, "point", None) or type(outcome).__name__
+                print(f"  miss {name} {app}: {query!r} ({target.role}) at "
+                      f"{target.box.as_tuple()}: {got}", file=sys.stderr)  # fmt: skip
+            tallies.setdefault((name, app), Tally()).add(hit, elapsed)
+            if name == "ocr" and target.role in TEXT_ROLES:
+                tallies.setdefault(("ocr, text-role targets", app), Tally()).add(hit, elapsed)
+
+
+def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, notes: dict) -> None:
+    from agent_s.grounding import (
+        AccessibilityGrounder,
+        GroundingChain,
+        ModelGrounder,
+        Observation,
+        OcrGrounder,
+        OcrReader,
+        TesseractEngine,
+        TesseractOptions,
+    )  # fmt: skip
+    from agent_s.models.endpoints import settings_from_env
+    from agent_s.models.factory import build_provider
+    from agent_s.testing.scripted_server import ScriptedModelServer
+
+    argv, env, window, settle = spec
+    desktop = args.desktop
+    backend = args.backend
+    proc = desktop.launch(argv, env=env)
+    try:
+        info = backend.wait_for_window(window, timeout=40)
+        time.sleep(settle)
+        backend.activate(info.title)
+        _still(backend)
+        observation = Observation(backend.capture(), tuple(backend.windows()), backend.geometry())
+        targets = _targets(observation, info.pid, app, args.max)
+        notes[app] = {"targets": len(targets), "queries": sum(len(_queries(t)) for t in targets)}
+        if not targets:
+            print(f"{app}: no accessible named elements on screen", file=sys.stderr)
+            return
+        a11y = AccessibilityGrounder()
+        ocr = OcrGrounder()
+        _run_grounder("a11y", lambda q: a11y.ground(q, observation), targets, tallies, app)
+
+        def ocr_cold(reader: Any) -> Callable[[Any], float]:
+            return lambda outcome: reader.seconds_for(observation)
+
+        def chain_cold(outcome: Any) -> float:
+            used = any(a.grounder == "ocr" for a in getattr(outcome, "attempts", ()))
+            return ocr.reader.seconds_for(observation) if used else 0.0
+
+        _run_grounder("ocr", lambda q: ocr.ground(q, observation), targets, tallies, app,
+                      ocr_cold(ocr.reader))  # fmt: skip
+        page = ocr.reader.page(observation)
+        notes[app]["ocr_pass_s"] = round(page.seconds, 2)
+        notes[app]["ocr_words"] = len(page.words)
+        chain = GroundingChain([a11y, ocr])
+        _run_grounder("auto (a11y, ocr)", lambda q: chain.ground(q, observation), targets,
+                      tallies, app, chain_cold)  # fmt: skip
+        cropped = OcrGrounder(OcrReader(), crop="always")
+        _run_grounder("ocr, active window only", lambda q: cropped.ground(q, observation),
+                      targets, tallies, app, ocr_cold(cropped.reader))  # fmt: skip
+        if args.ocr_variants:
+            for label, options in (
+                ("ocr gray 1x psm 11", TesseractOptions(scale=1.0)),
+                ("ocr gray 3x psm 11", TesseractOptions(scale=3.0)),
+                ("ocr gray 2x psm 3", TesseractOptions(psm=3)),
+                ("ocr color 2x psm 11", TesseractOptions(grayscale=False)),
+            ):
+                variant = OcrGrounder(OcrReader(TesseractEngine(options)), crop="never")
+                _run_grounder(label, lambda q, g=variant: g.ground(q, observation), targets,
+                              tallies, app, ocr_cold(variant.reader))  # fmt: skip
+        for label, (model, replies) in _model_replies(observation, targets).items():
+            with ScriptedModelServer(replies) as server:
+                settings = settings_from_env(
+                    "openai_compatible", model, base_url=server.openai_base_url, environ={}
+                )
+                grounder = ModelGrounder(build_provider(settings, sleep=lambda s: None))
+                _run_grounder(f"model: {label}", lambda q, g=grounder: g.ground(q, observation),
+                              targets, tallies, app)  # fmt: skip
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except Exception:  # noqa: BLE001 - the desktop's stop() sweeps what is left
+            proc.kill()
+
+
+def _print(tallies: dict, apps: list[str], notes: dict) -> None:
+    grounders = list(dict.fromkeys(g for g, _ in tallies))
+    print("\nhit rate (point inside the true box) and median latency per query on a fresh")
+    print("screenshot (OCR rows include the one OCR pass that a step's groundings share)")
+    header = f"{'grounder':<26}" + "".join(f"{a:<28}" for a in [*apps, "all"])
+    print(header)
+    print("-" * len(header))
+    for g in grounders:
+        row = f"{g:<26}"
+        total = Tally()
+        for a in apps:
+            t = tallies.get((g, a), Tally())
+            row += f"{t.cell():<28}"
+            total.hits += t.hits
+            total.total += t.total
+            total.seconds += t.seconds
+        print(row + total.cell())
+    print("\nper application: targets, queries, OCR words and the one OCR pass (seconds)")
+    for a in apps:
+        print(f"  {a:<20} {notes.get(a, {})}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--apps", default="", help="comma-separated subset of the applications")
+    parser.add_argument("--max", type=int, default=40, help="targets per application")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--no-ocr-variants", dest="ocr_variants", action="store_false")
+    parser.add_argument("--verbose", action="store_true", help="list every miss on stderr")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from agent_s.desktop.virtual import VirtualDesktop
+    from agent_s.desktop.x11 import X11Backend
+
+    tallies: dict = {}
+    notes: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench-grounding-") as tmp:
+        catalogue = _apps(Path(tmp))
+        wanted = [a for a in args.apps.split(",") if a] or list(catalogue)
+        with VirtualDesktop(1280, 800, home="temp") as desktop:
+            # Atspi binds to the session bus named here when first used: set it first.
+            for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS"):
+                os.environ[key] = desktop.env[key]
+            args.desktop = desktop
+            args.backend = X11Backend(desktop.display, env=desktop.env)
+            for app in wanted:
+                start = time.monotonic()
+                print(f"benchmarking {app} ...", file=sys.stderr)
+                try:
+                    bench_app(app, catalogue[app], args, tallies, notes)
+                except Exception as err:  # noqa: BLE001 - one app failing must not end the bench
+                    print(f"{app}: failed: {type(err).__name__}: {err}", file=sys.stderr)
+                    notes[app] = {"error": f"{type(err).__name__}: {err}"}
+                print(f"  {app} took {time.monotonic() - start:.0f} s", file=sys.stderr)
+                time.sleep(1.0)
+            args.backend.close()
+    _print(tallies, wanted, notes)
+    if args.json:
+        rows = [{"grounder": g, "app": a, "hits": t.hits, "total": t.total,
+                 "median_s": statistics.median(t.seconds) if t.seconds else None}
+                for (g, a), t in tallies.items()]  # fmt: skip
+        args.json.write_text(json.dumps({"rows": rows, "apps": notes}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,330 @@
+"""Shared fixtures. Desktop tests run on ONE virtual X desktop for the whole session.
+
+- ``desktop``: the session's ``VirtualDesktop`` (1280x800, temporary HOME, D-Bus session with
+  the accessibility bus). It also points this process's DISPLAY/XAUTHORITY/D-Bus variables at
+  it, because pyautogui binds to ``$DISPLAY`` when first imported.
+- ``x11``: an ``X11Backend`` bound to that desktop.
+- ``apps``: starts programs on the desktop and, after the test, ends every process the test
+  started there (found by the desktop's marker), so no window leaks into the next test.
+- ``probe``: the Tk probe window (tests/apps/probe_tk.py), started and ready to be clicked.
+
+Every test that uses the desktop is marked ``desktop`` here (``pytest -m "not desktop"`` runs the
+rest). Such tests are skipped, with the reason, only when Xvfb is not installed; any other
+failure to start the desktop is an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_s.desktop.base import WindowInfo
+from agent_s.desktop.virtual import VirtualDesktop, marked_processes
+
+APPS_DIR = Path(__file__).parent / "apps"
+PROBE = APPS_DIR / "probe_tk.py"
+NO_XVFB = (
+    "Xvfb is not installed: desktop tests need a virtual X display "
+    "(apt-get install xvfb xauth openbox dbus-x11 at-spi2-core xdotool xclip)"
+)
+_SESSION_VARS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the desktop (directly or through ``x11``, ``apps``,
+    ``probe``) as ``desktop``; skip those, saying why, when Xvfb is missing."""
+    skip = pytest.mark.skip(reason=NO_XVFB) if shutil.which("Xvfb") is None else None
+    for item in items:
+        if "desktop" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.desktop)
+        if skip is not None and item.get_closest_marker("desktop") is not None:
+            item.add_marker(skip)
+
+
+_LIBREOFFICE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+ xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"""  # noqa: E501 - one registry item per line, as LibreOffice writes them
+
+
+def _quiet_libreoffice(home: Path) -> None:
+    """No "Tip of the Day" dialog: on a fresh profile it pops up seconds after the window and
+    takes the keyboard from whatever a test is typing."""
+    profile = home / ".config/libreoffice/4/user"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "registrymodifications.xcu").write_text(_LIBREOFFICE_SETTINGS)
+
+
+@pytest.fixture(scope="session")
+def desktop() -> Iterator[VirtualDesktop]:
+    if shutil.which("Xvfb") is None:
+        pytest.skip(NO_XVFB)
+    with VirtualDesktop(1280, 800, home="temp") as desk:
+        _quiet_libreoffice(desk.home)
+        saved = {key: os.environ.get(key) for key in _SESSION_VARS}
+        os.environ.update({key: desk.env[key] for key in _SESSION_VARS})
+        try:
+            yield desk
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def x11(desktop: VirtualDesktop) -> Iterator[Any]:
+    from agent_s.desktop.x11 import X11Backend
+
+    backend = X11Backend(desktop.display, env=desktop.env)
+    yield backend
+    backend.close()
+
+
+def _parent_map() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command name) for every process we can see."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            stat = (entry / "stat").read_text()
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            table[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), comm)
+    return table
+
+
+def _session_services(pids: Sequence[int]) -> set[int]:
+    """Those of ``pids`` that D-Bus started (the accessibility bus and friends): they belong
+    to the session, not to the test that happened to wake them."""
+    table = _parent_map()
+    services = set()
+    for pid in pids:
+        current = pid
+        for _ in range(64):  # walk up the ancestors
+            if current not in table:
+                break
+            parent, comm = table[current]
+            if comm == "dbus-daemon":
+                services.add(pid)
+                break
+            current = parent
+    return services
+
+
+def end_processes(pids: Sequence[int], grace: float = 2.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds, for processes this test session started."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+                alive.append(pid)
+        deadline = time.monotonic() + grace
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.03)
+            alive = [p for p in alive if _running(p)]
+        if not alive:
+            return
+        pids = alive
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@dataclass
+class Launched:
+    proc: subprocess.Popen[bytes]
+    window: WindowInfo | None
+
+
+class AppRunner:
+    """Starts programs on the session desktop; ``close()`` ends all the test started there."""
+
+    def __init__(self, desktop: VirtualDesktop, backend: Any) -> None:
+        self.desktop = desktop
+        self.backend = backend
+        self.baseline = set(marked_processes(desktop.token))
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        window: str | Callable[[WindowInfo], bool] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 20.0,
+    ) -> Launched:
+        """Start ``argv``; with ``window``, wait for a NEW window matching it and return it."""
+        before = {w.id for w in self.backend.windows()}
+        proc = self.desktop.launch(argv, cwd=cwd, env=env)
+        self.procs.append(proc)
+        if window is None:
+            return Launched(proc, None)
+        if callable(window):
+            matcher = window
+        else:
+            name = window.casefold()
+
+            def matcher(w: WindowInfo) -> bool:
+                return name in w.app.casefold() or name in w.title.casefold()
+
+        found = self.backend.wait_for_window(
+            lambda w: w.id not in before and matcher(w), timeout=timeout
+        )
+        return Launched(proc, found)
+
+    def new_processes(self) -> list[int]:
+        started = [p for p in marked_processes(self.desktop.token) if p not in self.baseline]
+        services = _session_services(started)
+        return [p for p in started if p not in services]
+
+    def close(self) -> None:
+        end_processes(self.new_processes())
+        for proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(2)
+
+
+@pytest.fixture
+def apps(desktop: VirtualDesktop, x11: Any) -> Iterator[AppRunner]:
+    windows_before = {w.id for w in x11.windows()}
+    runner = AppRunner(desktop, x11)
+    try:
+        yield runner
+    finally:
+        runner.close()
+        # Let the window manager drop the closed windows before the next test looks.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and {w.id for w in x11.windows()} - windows_before:
+            time.sleep(0.05)
+
+
+_ATSPI_TEXTS = """
+import json, sys
+import gi
+gi.require_version("Atspi", "2.0")
+from gi.repository import Atspi
+
+wanted = sys.argv[1].casefold()
+found = []
+def walk(node, depth):
+    if node is None or depth > 30:
+        return
+    try:
+        count = Atspi.Text.get_character_count(node)
+    except Exception:
+        count = -1
+    if count >= 0:
+        content = Atspi.Text.get_text(node, 0, count)
+        boxes = []
+        for offset in range(min(count, 400)):
+            e = Atspi.Text.get_character_extents(node, offset, Atspi.CoordType.SCREEN)
+            boxes.append([e.x, e.y, e.width, e.height])
+        found.append({"role": node.get_role_name(), "text": content, "chars": boxes})
+    for index in range(node.get_child_count()):
+        walk(node.get_child_at_index(index), depth + 1)
+
+desktop = Atspi.get_desktop(0)
+for index in range(desktop.get_child_count()):
+    app = desktop.get_child_at_index(index)
+    if app is not None and (app.get_name() or "").casefold() == wanted:
+        walk(app, 0)
+print(json.dumps(found))
+"""
+
+
+def atspi_texts(desktop: VirtualDesktop, app: str) -> list[dict[str, Any]]:
+    """Every text element of the application ``app`` as the accessibility tree shows it:
+    its role, its text and each character's box on screen. Runs in a separate process with
+    the desktop's environment, because AT-SPI binds to one D-Bus session per process."""
+    result = subprocess.run(
+        [sys.executable, "-c", _ATSPI_TEXTS, app],
+        env=desktop.env, capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    return json.loads(result.stdout)
+
+
+class Probe:
+    """The probe window and the events it logged (see tests/apps/probe_tk.py)."""
+
+    def __init__(self, log: Path, window: WindowInfo, backend: Any) -> None:
+        self.log = log
+        self.window = window
+        self.backend = backend
+        self.mark = 0  # events before this index are ignored by ``events()``
+
+    def all_events(self) -> list[dict[str, Any]]:
+        lines = self.log.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        found = self.all_events()[self.mark :]
+        return [e for e in found if kind is None or e["type"] == kind]
+
+    def reset(self) -> None:
+        """Forget the events so far: later ``events()`` calls see only newer ones."""
+        self.mark = len(self.all_events())
+
+    def wait_for(
+        self, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 5.0
+    ) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self.events()
+            if predicate(events):
+                return events
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"probe did not see the expected events; got {events}; "
+                    f"all: {self.all_events()}; windows: {self.backend.windows()}"
+                )
+            time.sleep(0.03)
+
+    @property
+    def boxes(self) -> dict[str, list[int]]:
+        found = [e for e in self.all_events() if e["type"] == "boxes"]
+        assert found, "the probe has not reported its widgets yet"
+        return found[-1]
+
+    def point(self, widget: str, fx: float = 0.5, fy: float = 0.5) -> Any:
+        """A point inside a widget, at fractions of its width and height."""
+        from agent_s.desktop.ops import Point
+
+        x, y, w, h = self.boxes[widget]
+        return Point(x + int(w * fx), y + int(h * fy))
+
+
+@pytest.fixture
+def probe(apps: AppRunner, x11: Any, tmp_path: Path) -> Probe:
+    log = tmp_path / "probe.jsonl"
+    title = f"probe-{time.monotonic_ns()}"
+    launched = apps([sys.executable, str(PROBE), str(log), "--title", title], window=title)
+    assert launched.window is not None
+    result = Probe(log, launched.window, x11)
+    result.wait_for(lambda events: any(e["type"] == "boxes" for e in events), timeout=10)
+    x11.activate(title)
+    result.reset()
+    return result
