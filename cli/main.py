@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from agent_s import __version__
+from agent_s.cli.bench import bench_app
 from agent_s.cli.ground import ground
 from agent_s.cli.run import run
 
@@ -70,6 +71,7 @@ def doctor(
 
 app.command("ground")(ground)
 app.command("run")(run)
+app.add_typer(bench_app, name="bench")
 
 
 def main() -> None:

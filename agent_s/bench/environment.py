@@ -1,0 +1,270 @@
+"""One task's environment: a fresh virtual desktop with its own HOME, and OSWorld's setup steps.
+
+    with TaskEnvironment(task, folder, file_cache=cache) as env:   # desktop up, config run
+        ...                                  # the policy acts on env.backend
+        score = evaluate(task, last, env.context, env.run_steps)
+
+The task's folder holds ``home/`` (the desktop's HOME: OSWorld's /home/user) and ``cache/``
+(files copied for metrics, ``stdout`` of setup commands); both are made fresh on start, so a
+task killed half-way reruns cleanly. Placeholders ``{SCREEN_WIDTH}``, ``{SCREEN_HEIGHT}``,
+``{SCREEN_WIDTH_HALF}``, ``{SCREEN_HEIGHT_HALF}`` are filled from the screen size.
+
+Setup steps: launch, open, execute / command (``stdout`` saved in the cache), sleep,
+activate_window, close_window, download (from the local file cache). GNOME's Ctrl+Alt+T in a
+setup snippet is handled by starting the terminal directly (xterm titled "Terminal"). Steps
+this harness cannot do raise ``SkipTask`` with the reason ``agent-s bench check`` also gives.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agent_s.bench.getters import (
+    GetterContext,
+    NeedsFileCache,
+    accessibility_xml,
+    cache_lookup,
+    map_text,
+    run_task_command,
+)
+from agent_s.bench.tasks import SetupStep, Task
+
+SETUP_TIMEOUT = 120.0
+WINDOW_WAIT = 10.0
+TERMINAL_ARGV = ("xterm", "-title", "Terminal", "-fa", "Monospace", "-fs", "11")
+_CTRL_ALT_T = re.compile(r"hotkey\(\s*['\"]ctrl['\"]\s*,\s*['\"]alt['\"]\s*,\s*['\"]t['\"]\s*\)")
+_PLACEHOLDER = re.compile(r"\{(SCREEN_WIDTH|SCREEN_HEIGHT|SCREEN_WIDTH_HALF|SCREEN_HEIGHT_HALF)\}")
+#: Programs OSWorld's Ubuntu image has, and what starts the same job here.
+APP_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "google-chrome": ("chromium", "--no-sandbox", "--force-renderer-accessibility"),
+    "gnome-terminal": TERMINAL_ARGV,
+}
+
+
+class SkipTask(RuntimeError):
+    """This machine cannot run the task; ``reason`` is what ``bench check`` reports."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SetupFailed(RuntimeError):
+    """A setup step failed on a task this machine should be able to run."""
+
+
+def fill_placeholders(text: str, width: int, height: int) -> str:
+    values = {
+        "SCREEN_WIDTH": width, "SCREEN_HEIGHT": height,
+        "SCREEN_WIDTH_HALF": width // 2, "SCREEN_HEIGHT_HALF": height // 2,
+    }  # fmt: skip
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), text)
+
+
+def opens_terminal(command: Any) -> bool:
+    """A GNOME convenience snippet that presses Ctrl+Alt+T to get a terminal."""
+    text = command if isinstance(command, str) else " ".join(map(str, command))
+    return _CTRL_ALT_T.search(text) is not None
+
+
+def launch_argv(command: Sequence[str]) -> list[str]:
+    """The argv that starts ``command`` here (aliases for OSWorld's programs; root Chromium)."""
+    argv = list(command)
+    alias = APP_ALIASES.get(os.path.basename(argv[0])) if argv else None
+    if alias is not None:
+        argv = [*alias, *argv[1:]]
+        if argv[0] == "chromium" and os.geteuid() != 0:
+            argv.remove("--no-sandbox")
+    return argv
+
+
+class TaskEnvironment:
+    """The desktop of one task (see the module docstring)."""
+
+    def __init__(
+        self,
+        task: Task,
+        folder: Path,
+        *,
+        file_cache: Path | None = None,
+        width: int = 1280,
+        height: int = 800,
+        log: list[str] | None = None,
+    ) -> None:
+        self.task = task
+        self.folder = Path(folder)
+        self.file_cache = file_cache
+        self.width, self.height = width, height
+        self.log = log if log is not None else []
+        self.desktop: Any = None
+        self.backend: Any = None
+        self.context: GetterContext | None = None
+
+    def __enter__(self) -> TaskEnvironment:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, *, run_config: bool = True) -> TaskEnvironment:
+        from agent_s.desktop.virtual import VirtualDesktop
+        from agent_s.desktop.x11 import X11Backend
+
+        home, cache = self.folder / "home", self.folder / "cache"
+        for path in (home, cache):
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
+        self.desktop = VirtualDesktop(self.width, self.height, home=home).start()
+        # One task per process: pyautogui, AT-SPI and the grounders read these at first use.
+        for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS"):
+            if key in self.desktop.env:
+                os.environ[key] = self.desktop.env[key]
+        try:
+            self.backend = X11Backend(self.desktop.display, env=self.desktop.env)
+            self.context = GetterContext(
+                home=home, env=dict(self.desktop.env), cache_dir=cache,
+                file_cache=self.file_cache, a11y_tree=_a11y_reader(),
+            )  # fmt: skip
+            if run_config:
+                self.run_steps(self.task.config)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
+        if self.desktop is not None:
+            self.desktop.stop()
+            self.desktop = None
+
+    @property
+    def home(self) -> Path:
+        return self.folder / "home"
+
+    # -- setup steps ------------------------------------------------------------------------------
+
+    def run_steps(self, steps: Sequence[SetupStep]) -> None:
+        for step in steps:
+            handler = getattr(self, f"_step_{step.type}", None)
+            if handler is None:
+                raise SkipTask(f"needs setup step {step.type!r}, which this harness does not do")
+            self.log.append(f"{step.type} {dict(step.parameters)}"[:300])
+            handler(step.parameters)
+
+    def _ctx(self) -> GetterContext:
+        if self.context is None:
+            raise SetupFailed("the task environment is not started")
+        return self.context
+
+    def _fill(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if "{CLIENT_PASSWORD}" in value:
+                raise SkipTask("needs GNOME/sudo: the setup uses the VM user's sudo password")
+            return fill_placeholders(value, self.width, self.height)
+        if isinstance(value, list):
+            return [self._fill(v) for v in value]
+        return value
+
+    def _wait_new_window(self, before: int, timeout: float = WINDOW_WAIT) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.backend.windows()) > before:
+                return
+            time.sleep(0.1)
+        self.log.append(f"no new window within {timeout:g} s")
+
+    def _launch(self, argv: Sequence[str]) -> None:
+        before = len(self.backend.windows())
+        self.desktop.launch(list(argv), cwd=self.home)
+        self._wait_new_window(before)
+
+    def _step_launch(self, params: Mapping[str, Any]) -> None:
+        command = self._fill(params["command"])
+        if isinstance(command, str):
+            if params.get("shell", False):
+                self._launch(["bash", "-c", map_text(command, self.home)])  # task-author text
+                return
+            command = command.split()
+        argv = launch_argv([map_text(c, self.home) for c in command])
+        if shutil.which(argv[0], path=self.desktop.env.get("PATH")) is None:
+            raise SkipTask(f"needs an app that is not installed: {argv[0]}")
+        self._launch(argv)
+
+    def _step_open(self, params: Mapping[str, Any]) -> None:
+        path = self._ctx().resolve(self._fill(params["path"]))
+        if not path.exists():
+            raise SetupFailed(f"open: {path} does not exist")
+        before = len(self.backend.windows())
+        self.backend.open(str(path))
+        self._wait_new_window(before)
+
+    def _step_execute(self, params: Mapping[str, Any]) -> None:
+        command = self._fill(params["command"])
+        done = run_task_command(self._ctx(), command, shell=bool(params.get("shell", False)),
+                                timeout=SETUP_TIMEOUT)  # fmt: skip
+        if opens_terminal(command):
+            # GNOME's Ctrl+Alt+T opens a terminal; here the snippet's keys go nowhere, and the
+            # terminal is started directly (after them, so they cannot reach it).
+            self._launch(TERMINAL_ARGV)
+        for key in ("stdout", "stderr"):
+            if params.get(key):
+                target = self._ctx().cache_dir / params[key]
+                target.write_text(getattr(done, key), encoding="utf-8")
+        if done.returncode != 0:
+            self.log.append(f"exit status {done.returncode}: {done.stderr.strip()[-300:]}")
+
+    _step_command = _step_execute
+
+    def _step_sleep(self, params: Mapping[str, Any]) -> None:
+        time.sleep(float(params["seconds"]))
+
+    def _step_activate_window(self, params: Mapping[str, Any]) -> None:
+        from agent_s.errors import AgentSError
+
+        try:
+            self.backend.activate(params["window_name"])
+        except AgentSError as err:  # OSWorld only logs a window it cannot find
+            self.log.append(f"activate_window: {err}")
+
+    def _step_close_window(self, params: Mapping[str, Any]) -> None:
+        from agent_s.errors import AgentSError
+
+        try:
+            self.backend.activate(params["window_name"])
+            self.backend.hotkey(["alt", "F4"])  # openbox closes the active window
+        except AgentSError as err:
+            self.log.append(f"close_window: {err}")
+
+    def _step_download(self, params: Mapping[str, Any]) -> None:
+        for item in params["files"]:
+            try:
+                source = cache_lookup(self.file_cache, item["url"])
+            except NeedsFileCache as err:
+                raise SkipTask(str(err)) from err
+            target = self._ctx().resolve(item["path"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
+def _a11y_reader() -> Any:
+    def read() -> str:
+        from agent_s.grounding.accessibility import AccessibilityTree
+
+        return accessibility_xml(AccessibilityTree().elements())
+
+    return read
+
+
+__all__ = [
+    "APP_ALIASES", "SetupFailed", "SkipTask", "TERMINAL_ARGV", "TaskEnvironment",
+    "fill_placeholders", "launch_argv", "opens_terminal",
+]  # fmt: skip

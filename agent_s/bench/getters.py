@@ -1,0 +1,213 @@
+"""OSWorld getters: read the state a metric scores (a file, a command's output, a rule).
+
+    value = GETTERS["vm_file"](ctx, {"path": "/home/user/a.txt", "dest": "a.txt"})
+
+``ctx`` is a ``GetterContext``: the task's HOME (``/home/user`` maps there), the desktop's
+environment for commands, the task's cache folder (where files are copied for metrics and
+where ``stdout`` of setup commands goes), and the local file cache for ``cloud_file``. A file
+that does not exist gives ``None`` (metrics score it 0); a ``cloud_file`` missing from the
+file cache raises ``NeedsFileCache`` (the task is skipped, never scored).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET  # noqa: N817  (only builds XML, never parses)
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+OSWORLD_HOME = "/home/user"
+COMMAND_TIMEOUT = 120.0
+
+
+class NeedsFileCache(RuntimeError):
+    """A file the task needs is not in the local file cache (or no cache was given)."""
+
+    def __init__(self, url: str, cache_dir: Path | None) -> None:
+        where = f"not in {cache_dir}" if cache_dir else "no --file-cache folder given"
+        super().__init__(f"needs file cache: {url} ({where})")
+        self.url = url
+
+
+@dataclass
+class GetterContext:
+    home: Path
+    env: Mapping[str, str]
+    cache_dir: Path  # this task's own folder for copies and command output
+    file_cache: Path | None = None
+    a11y_tree: Callable[[], str] | None = None
+    shell_allowed: bool = True  # task-author commands only: see run_task_command
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """An OSWorld path on this desktop: /home/user and ~ -> HOME; relative -> under HOME."""
+        text = map_text(path, self.home)
+        mapped = self.home / text[1:].lstrip("/") if text.startswith("~") else Path(text)
+        return mapped if mapped.is_absolute() else self.home / mapped
+
+
+def map_text(text: str, home: Path) -> str:
+    """Replace OSWorld's home folder in a path or command with this task's HOME."""
+    return text.replace(OSWORLD_HOME, str(home))
+
+
+def cache_lookup(file_cache: Path | None, url: str) -> Path:
+    """The local copy of an OSWorld file-cache URL: ``<cache>/<path after resolve/main/>``
+    (e.g. ``os/<task id>/setup.sh``), else ``<cache>/<file name>``."""
+    if file_cache is None:
+        raise NeedsFileCache(url, None)
+    path = unquote(urlparse(url).path)
+    candidates = []
+    if "/resolve/main/" in path:
+        candidates.append(file_cache / path.split("/resolve/main/", 1)[1])
+    candidates.append(file_cache / Path(path).name)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise NeedsFileCache(url, file_cache)
+
+
+def run_task_command(
+    ctx: GetterContext, command: str | Sequence[str], *, shell: bool, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run a command from the task file (task-author data, never model text) on the desktop.
+
+    A list is an argv (``python`` is our interpreter, so pyautogui snippets reach the task's
+    display); a string with ``shell: true`` is an OSWorld shell snippet run as
+    ``["bash", "-c", text]``: only suite files reach here, and a task is trusted like a test.
+    """
+    import sys
+
+    if isinstance(command, str):
+        if not shell or not ctx.shell_allowed:
+            argv = command.split()
+        else:
+            argv = ["bash", "-c", map_text(command, ctx.home)]
+    else:
+        argv = [map_text(str(a), ctx.home) for a in command]
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return subprocess.run(
+        argv, env=dict(ctx.env), cwd=ctx.home, capture_output=True, text=True,
+        timeout=timeout, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _copy(ctx: GetterContext, source: Path, dest: str) -> str | None:
+    if not source.is_file():
+        return None
+    target = ctx.cache_dir / dest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return str(target)
+
+
+def _pick(values: list[Any], config: Mapping[str, Any]) -> Any:
+    gives = config.get("gives", [0])
+    return values[gives[0]] if len(gives) == 1 else [values[i] for i in gives]
+
+
+def get_vm_file(ctx: GetterContext, config: Mapping[str, Any]) -> Any:
+    """A copy of a desktop file in the task cache (``multi``: several, ``gives`` picks)."""
+    if config.get("multi", False):
+        paths, dests = config["path"], config["dest"]
+        found = [_copy(ctx, ctx.resolve(p), d) for p, d in zip(paths, dests, strict=True)]
+        return _pick(found, config)
+    dest = config.get("dest") or Path(config["path"]).name
+    return _copy(ctx, ctx.resolve(config["path"]), dest)
+
+
+def get_cloud_file(ctx: GetterContext, config: Mapping[str, Any]) -> Any:
+    """A reference file from the local file cache (``NeedsFileCache`` when it is missing)."""
+    if config.get("multi", False):
+        found = [
+            _copy(ctx, cache_lookup(ctx.file_cache, url), dest)
+            for url, dest in zip(config["path"], config["dest"], strict=True)
+        ]
+        return _pick(found, config)
+    dest = config.get("dest") or Path(urlparse(config["path"]).path).name
+    return _copy(ctx, cache_lookup(ctx.file_cache, config["path"]), dest)
+
+
+def get_cache_file(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """A file written into the task cache (e.g. a setup command's ``stdout``)."""
+    path = ctx.cache_dir / config["path"]
+    return str(path) if path.is_file() else None
+
+
+def get_vm_command_line(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """The standard output of a command run on the desktop."""
+    done = run_task_command(ctx, config["command"], shell=bool(config.get("shell", False)),
+                            timeout=COMMAND_TIMEOUT)  # fmt: skip
+    return done.stdout
+
+
+def get_vm_command_error(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """The standard error of a command run on the desktop."""
+    done = run_task_command(ctx, config["command"], shell=bool(config.get("shell", False)),
+                            timeout=COMMAND_TIMEOUT)  # fmt: skip
+    return done.stderr
+
+
+def get_rule(ctx: GetterContext, config: Mapping[str, Any]) -> Any:
+    return config["rules"]
+
+
+def get_list_directory(ctx: GetterContext, config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The folder as a tree: ``{"type": "directory", "name", "children": [...]}``."""
+    root = ctx.resolve(config["path"])
+    if not root.is_dir():
+        return None
+
+    def tree(path: Path) -> dict[str, Any]:
+        if path.is_dir() and not path.is_symlink():
+            children = [tree(p) for p in sorted(path.iterdir())]
+            return {"type": "directory", "name": path.name, "children": children}
+        return {"type": "file", "name": path.name}
+
+    return tree(root)
+
+
+def get_accessibility_tree(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """The desktop's accessibility tree as XML (one element per showing, named element)."""
+    return ctx.a11y_tree() if ctx.a11y_tree is not None else None
+
+
+def accessibility_xml(elements: Sequence[Any]) -> str:
+    """XML of AT-SPI elements grouped by application: ``<desktop-frame><application name>
+    <push-button name="OK" x y w h/>``. Flat within an application: our tree reader keeps
+    the named, showing elements only, not OSWorld's full nesting."""
+    root = ET.Element("desktop-frame")
+    apps: dict[str, ET.Element] = {}
+    for element in elements:
+        app = apps.get(element.app)
+        if app is None:
+            app = apps[element.app] = ET.SubElement(root, "application", name=element.app)
+        tag = element.role.replace(" ", "-") or "unknown"
+        box = element.box
+        ET.SubElement(app, tag, name=element.name, description=element.description,
+                      window=element.window, x=str(box.x), y=str(box.y), w=str(box.width),
+                      h=str(box.height))  # fmt: skip
+    return ET.tostring(root, encoding="unicode")
+
+
+Getter = Callable[[GetterContext, Mapping[str, Any]], Any]
+GETTERS: dict[str, Getter] = {
+    "vm_file": get_vm_file,
+    "cloud_file": get_cloud_file,
+    "cache_file": get_cache_file,
+    "vm_command_line": get_vm_command_line,
+    "vm_command_error": get_vm_command_error,
+    "rule": get_rule,
+    "list_directory": get_list_directory,
+    "accessibility_tree": get_accessibility_tree,
+}
+
+__all__ = [
+    "GETTERS", "OSWORLD_HOME", "Getter", "GetterContext", "NeedsFileCache", "accessibility_xml",
+    "cache_lookup", "map_text", "run_task_command",
+]  # fmt: skip

@@ -1,0 +1,102 @@
+"""One task in its own process: ``python -m agent_s.bench.worker SPEC.json``.
+
+pyautogui binds to ``$DISPLAY`` when first imported, and AT-SPI to the D-Bus session bus, so
+each task (with its own virtual desktop) runs in a fresh process. The spec (written by the
+runner into the task's folder) names the task file, the policy and its options; the API key,
+if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment variable, never in a file.
+
+The worker writes into the task folder: traj.jsonl, step_*.png, trajectory/, ``result.txt``
+(the score, OSWorld's file: written last, so its presence means the task finished) and
+``result.json`` (our record: status, score details, steps, cost, time, setup log). A task
+this machine cannot run ends with ``result.json`` status ``skipped`` and no ``result.txt``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from agent_s.bench.tasks import load_task
+
+RESULT_JSON = "result.json"
+RESULT_TXT = "result.txt"
+SPEC_FILE = "spec.json"
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    from agent_s.bench.environment import SetupFailed, SkipTask, TaskEnvironment
+    from agent_s.bench.getters import NeedsFileCache
+    from agent_s.bench.policies import run_agent, run_noop, run_reference
+    from agent_s.bench.scoring import evaluate
+
+    folder = Path(spec["folder"])
+    task = load_task(spec["task_path"], domain=spec["domain"])
+    policy = spec["policy"]
+    record: dict[str, Any] = {
+        "task_id": task.id, "domain": task.domain, "instruction": task.instruction,
+        "policy": policy, "model": spec.get("model_label", policy), "status": "error",
+        "score": None, "steps": 0, "cost_usd": 0.0, "tokens": 0, "started_at": time.time(),
+    }  # fmt: skip
+    log: list[str] = []
+    start = time.monotonic()
+    file_cache = Path(spec["file_cache"]) if spec.get("file_cache") else None
+    env = TaskEnvironment(task, folder, file_cache=file_cache, width=spec["width"],
+                          height=spec["height"], log=log)  # fmt: skip
+    try:
+        env.start()
+        if policy == "reference":
+            if task.reference is None:
+                raise SkipTask("needs a reference solution: the task file has no 'reference'")
+            outcome = run_reference(task, env.backend, folder, task.reference)
+        elif policy == "noop":
+            outcome = run_noop(task, env.backend, folder)
+        else:
+            options = dict(spec.get("agent", {}))
+            options["api_key"] = os.environ.get("AGENT_S_BENCH_API_KEY") or None
+            outcome = run_agent(task, env.backend, folder, options)
+        record.update(status=outcome.status, steps=outcome.steps, reason=outcome.reason,
+                      last_action=outcome.last_action, cost_usd=outcome.cost_usd,
+                      tokens=outcome.tokens, model_calls=outcome.model_calls)  # fmt: skip
+        if env.context is None:
+            raise SetupFailed("the task environment has no context")
+        score = evaluate(task, outcome.last_action, env.context, env.run_steps)
+        record.update(score=score.value, evaluation=score.to_json())
+    except (SkipTask, NeedsFileCache) as err:
+        record.update(status="skipped", reason=str(err))
+    except SetupFailed as err:
+        record.update(status="error", reason=f"setup failed: {err}")
+    except Exception as err:  # the record must say what went wrong, whatever it was
+        record.update(status="error", reason=f"{type(err).__name__}: {err}",
+                      traceback=traceback.format_exc()[-3000:])  # fmt: skip
+    finally:
+        env.stop()
+    record.update(seconds=round(time.monotonic() - start, 2), setup_log=log[-50:])
+    _write_json(folder / RESULT_JSON, record)
+    if record["score"] is not None:
+        (folder / RESULT_TXT).write_text(f"{record['score']}\n", encoding="utf-8")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m agent_s.bench.worker SPEC.json\n")
+        return 2
+    spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    run_spec(spec)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,216 @@
+"""``agent-s bench``: check a suite against this machine, run it, report results.
+
+    agent-s bench check ../shared/osworld            # what can run here, and why not the rest
+    agent-s bench run smoke --policy reference --workers 2 --results results/
+    agent-s bench report results/ [--json]
+
+Progress goes to stderr, results to stdout. Exit codes: 0 done, 1 a task ended in error,
+2 usage or configuration error (nothing was started).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+bench_app = typer.Typer(help="Run OSWorld-format task suites and score them.",
+                        no_args_is_help=True)  # fmt: skip
+
+
+_FileCache = Annotated[Path | None, typer.Option(help="Local copy of OSWorld's file cache.")]
+_Suite = Annotated[str, typer.Argument(help="A built-in suite (smoke), a folder or an index.")]
+_MaxCost = Annotated[float | None, typer.Option(help="Cost limit (USD) for the whole run.")]
+
+
+def _screen(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise typer.BadParameter(f"--screen takes WIDTHxHEIGHT, got {text!r}") from None
+    return width, height
+
+
+@bench_app.command()
+def check(
+    suite: _Suite,
+    index: Annotated[str | None, typer.Option(help="Index file inside the folder.")] = None,
+    file_cache: _FileCache = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Which tasks this machine can run, per domain; and for each other task, exactly why not."""
+    from agent_s.bench.check import CATEGORIES, check_tasks
+    from agent_s.bench.tasks import TaskFormatError, load_suite
+
+    out, err = Console(), Console(stderr=True)
+    try:
+        loaded = load_suite(suite, index=index)
+        report = check_tasks(loaded.tasks(), file_cache=file_cache)
+    except (OSError, TaskFormatError) as error:
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(2) from error
+    if as_json:
+        out.print_json(json.dumps(report.to_json()))
+        return
+    title = f"{loaded.name}: {report.runnable} of {len(report.tasks)} tasks can run here"
+    table = Table(title=title, box=box.SIMPLE, padding=(0, 1))
+    for name in ("domain", "tasks", "runnable", *CATEGORIES):
+        table.add_column(name, justify="left" if name == "domain" else "right", no_wrap=True)
+    for domain, row in report.domains().items():
+        blocked = row["blocked_by"]
+        table.add_row(domain, str(row["total"]), str(row["runnable"]),
+                      *(str(blocked.get(c, 0)) for c in CATEGORIES))  # fmt: skip
+    out.print(table)
+    out.print("[dim]columns after 'runnable': tasks blocked by each reason (a task can have "
+              "several)[/]", soft_wrap=True)  # fmt: skip
+    for task, reasons in report.tasks:
+        if reasons:
+            text = "; ".join(str(r) for r in reasons)
+            out.print(f"{task.domain}/{task.id}: {escape(text)}", highlight=False, soft_wrap=True)
+
+
+@bench_app.command()
+def run(
+    suite: _Suite,
+    results: Annotated[Path, typer.Option(help="Results folder (OSWorld's layout).")] = Path(
+        "results"
+    ),
+    workers: Annotated[int, typer.Option(min=1, help="Tasks at once, one desktop each.")] = 1,
+    policy: Annotated[str, typer.Option(help="agent | reference | noop")] = "agent",
+    index: Annotated[str | None, typer.Option(help="Index file inside the folder.")] = None,
+    domain: Annotated[list[str] | None, typer.Option(help="Only these domains.")] = None,
+    provider: Annotated[str | None, typer.Option(help="Model API [env AGENT_S_PROVIDER].")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")] = None,
+    base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (default: provider's var).")] = None,
+    ground: Annotated[str | None, typer.Option(help="auto | ocr | a11y | model | native")] = None,
+    ground_url: Annotated[str | None, typer.Option(help="Grounding model base URL.")] = None,
+    ground_model: Annotated[str | None, typer.Option(help="Grounding model name.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Step limit per task.")] = None,
+    max_cost: _MaxCost = None,
+    file_cache: _FileCache = None,
+    screen: Annotated[str, typer.Option(help="Virtual screen size.")] = "1280x800",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+) -> None:
+    """Run every task of SUITE, each on a fresh virtual desktop, and score it as OSWorld does."""
+    from agent_s.bench.policies import POLICIES
+    from agent_s.bench.report import summarize
+    from agent_s.bench.runner import RunOptions, run_suite
+    from agent_s.bench.tasks import TaskFormatError, load_suite
+    from agent_s.config import ConfigError, GroundingConfig, ModelConfig
+
+    out, err = Console(), Console(stderr=True)
+    try:
+        if policy not in POLICIES:
+            raise typer.BadParameter(f"--policy must be one of {', '.join(POLICIES)}")
+        width, height = _screen(screen)
+        loaded = load_suite(suite, index=index)
+        agent: dict[str, Any] = {}
+        if policy == "agent":  # fail before any desktop starts: no model, no key
+            config = ModelConfig.from_env(provider=provider, model=model, base_url=base_url,
+                                          api_key=api_key)  # fmt: skip
+            GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
+            agent = {"provider": config.provider, "model": config.model, "base_url": base_url,
+                     "ground": ground, "ground_url": ground_url, "ground_model": ground_model,
+                     "max_steps": max_steps}  # fmt: skip
+            api_key = config.api_key
+        options = RunOptions(
+            suite=loaded, results=results, policy=policy, workers=workers,  # type: ignore[arg-type]
+            domains=tuple(domain or ()), agent=agent, api_key=api_key, max_cost_usd=max_cost,
+            file_cache=file_cache, width=width, height=height,
+        )  # fmt: skip
+    except (OSError, TaskFormatError, ConfigError, ValueError) as error:
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(2) from error
+    tasks = len(list(loaded.tasks(options.domains)))
+    state = {"done": 0, "running": 0, "score": 0.0, "scored": 0, "cost": 0.0}
+    lock = threading.Lock()
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=err,
+    )  # fmt: skip
+    bar = progress.add_task(f"{loaded.name} ({policy})", total=tasks, status="")
+
+    def on_event(event: dict[str, Any]) -> None:
+        with lock:
+            if event["kind"] == "start":
+                state["running"] += 1
+            else:
+                record = event["record"]
+                state["done"] += 1
+                if not record.get("resumed") and record.get("status") != "skipped" and \
+                        "cost_so_far" in event:  # fmt: skip
+                    state["running"] -= 1
+                    state["cost"] = event["cost_so_far"]
+                if record.get("score") is not None:
+                    state["scored"] += 1
+                    state["score"] += float(record["score"])
+                line = (f"{record.get('domain')}/{record.get('task_id')}: {record.get('status')} "
+                        f"score={record.get('score')}")  # fmt: skip
+                progress.console.print(escape(line), highlight=False)
+            mean = state["score"] / state["scored"] if state["scored"] else 0.0
+            status = (f"running {state['running']}  score {state['score']:g}/{state['scored']} "
+                      f"({mean:.0%})  ${state['cost']:.4f}")  # fmt: skip
+            progress.update(bar, completed=state["done"], status=status)
+
+    with progress:
+        records = run_suite(options, on_event)
+    summary = summarize(records)
+    if as_json:
+        out.print_json(json.dumps({"records": records, "summary": summary}))
+    else:
+        _print_summary(out, summary)
+        out.print(f"results: {options.model_folder}", highlight=False)
+    raise typer.Exit(1 if summary["overall"]["errors"] else 0)
+
+
+def _print_summary(out: Console, summary: dict[str, Any]) -> None:
+    table = Table(box=box.SIMPLE, padding=(0, 1, 0, 0), caption="steps, secs, $: means per task")
+    for name in ("domain", "tasks", "scored", "success", "skipped", "errors", "steps", "secs",
+                 "$"):  # fmt: skip
+        table.add_column(name, justify="left" if name == "domain" else "right", no_wrap=True)
+    rows = [*summary["domains"].items(), ("overall", summary["overall"])]
+    for name, row in rows:
+        rate = row["success_rate"]
+        table.add_row(name, str(row["tasks"]), str(row["scored"]),
+                      "-" if rate is None else f"{rate:.1%}", str(row["skipped"]),
+                      str(row["errors"]), _num(row["mean_steps"]), _num(row["mean_seconds"]),
+                      _num(row["mean_cost_usd"], 4))  # fmt: skip
+    out.print(table)
+    for failure in summary["not_succeeded"]:
+        out.print(f"{failure['domain']}/{failure['task_id']}: {failure['status']} "
+                  f"score={failure['score']} {escape(str(failure.get('reason') or ''))[:200]}",
+                  highlight=False)  # fmt: skip
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+@bench_app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="A results folder (any level of the layout).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Success rate per domain and overall; steps, time, cost per task; the failed tasks."""
+    from agent_s.bench.report import load_records, summarize
+
+    out, err = Console(), Console(stderr=True)
+    records = load_records(results)
+    if not records:
+        err.print(f"[red]error:[/] no task results under {escape(str(results))}")
+        raise typer.Exit(2)
+    summary = summarize(records)
+    if as_json:
+        out.print_json(json.dumps({"summary": summary, "records": records}))
+        return
+    _print_summary(out, summary)
