@@ -20,7 +20,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
@@ -190,31 +190,41 @@ class VirtualDesktop:
         # The server loads every cookie in its -auth file whatever display it names; the
         # client entry for the real display number is added once the server has chosen it.
         _run(["xauth", "-q", "-f", str(auth), "add", ":0", "MIT-MAGIC-COOKIE-1", cookie])
+        number = self._spawn_reporting(
+            lambda fd: ["Xvfb", "-displayfd", str(fd), "-screen", "0",
+                        f"{self.width}x{self.height}x{self.depth}", "-nolisten", "tcp",
+                        "-auth", str(auth), "-noreset", "+extension", "RANDR"],
+            self._base_env(),
+            "Xvfb",
+        )  # fmt: skip
+        self.display = f":{number}"
+        _run(["xauth", "-q", "-f", str(auth), "add", self.display, "MIT-MAGIC-COOKIE-1", cookie])
+        self.env = self._base_env()
+        self.env.update(DISPLAY=self.display, XAUTHORITY=str(auth))
+
+    def _spawn_reporting(
+        self, argv: Callable[[int], list[str]], env: dict[str, str], what: str
+    ) -> str:
+        """Start a daemon that reports readiness by writing a line to a pipe; return the line."""
         read_fd, write_fd = os.pipe()
         try:
-            server = subprocess.Popen(
-                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0",
-                 f"{self.width}x{self.height}x{self.depth}", "-nolisten", "tcp",
-                 "-auth", str(auth), "-noreset", "+extension", "RANDR"],
-                env=self._base_env(),
+            proc = subprocess.Popen(
+                argv(write_fd),
+                env=env,
                 pass_fds=(write_fd,),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
-            )  # fmt: skip
-            self._children.append(server)
+            )
+            self._children.append(proc)
             os.close(write_fd)
             write_fd = -1
-            number = _read_line(read_fd, self._start_timeout, "Xvfb")
+            return _read_line(read_fd, self._start_timeout, what)
         finally:
             os.close(read_fd)
             if write_fd >= 0:
                 os.close(write_fd)
-        self.display = f":{number}"
-        _run(["xauth", "-q", "-f", str(auth), "add", self.display, "MIT-MAGIC-COOKIE-1", cookie])
-        self.env = self._base_env()
-        self.env.update(DISPLAY=self.display, XAUTHORITY=str(auth))
 
     def _setup_home(self) -> None:
         if self._home_arg is None:
@@ -244,26 +254,12 @@ class VirtualDesktop:
         runtime = self._workdir / "runtime"
         runtime.mkdir(mode=0o700)
         self.env["XDG_RUNTIME_DIR"] = str(runtime)
-        read_fd, write_fd = os.pipe()
-        try:
-            bus = subprocess.Popen(
-                ["dbus-daemon", "--session", "--nofork", "--nopidfile",
-                 f"--address=unix:path={runtime / 'bus'}", f"--print-address={write_fd}"],
-                env=self.env,
-                pass_fds=(write_fd,),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )  # fmt: skip
-            self._children.append(bus)
-            os.close(write_fd)
-            write_fd = -1
-            address = _read_line(read_fd, self._start_timeout, "dbus-daemon")
-        finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
+        address = self._spawn_reporting(
+            lambda fd: ["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                        f"--address=unix:path={runtime / 'bus'}", f"--print-address={fd}"],
+            self.env,
+            "dbus-daemon",
+        )  # fmt: skip
         self.env["DBUS_SESSION_BUS_ADDRESS"] = address
         # Ask toolkits to expose their accessibility tree (GTK does by default; Qt needs this).
         self.env.update(QT_ACCESSIBILITY="1", QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1")
