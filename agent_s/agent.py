@@ -8,6 +8,11 @@ Callers that drive their own loop use ``start(task)``, then ``step(observation, 
 per step (``StepReport``), then ``finish(...)``; ``reset()`` forgets the task, its history and its
 notes. ``agent_s.compat.AgentS3`` is built on that per-step API.
 
+Every action passes the safety gate (``agent_s.safety``) before it is executed: refused actions
+go back to the model as the step's result, and each decision (and who approved) is recorded on
+the step. ``call_code_agent`` runs the coding sub-agent (``agent_s.code_agent``) once, whose
+turns are the step's sub-steps; it is offered only when the agent executes actions itself.
+
 Rules the loop keeps: each action is executed at most once, and each model or grounding call is
 made once per action (nothing is executed or grounded to validate it). A reply that is not one
 valid action goes back to the model with the parse error, at most ``max_invalid_replies`` times;
@@ -34,7 +39,9 @@ from agent_s.actions import (
     action_catalogue,
     parse_action,
 )
-from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
+from agent_s.code_agent import CodeAgent
+from agent_s.code_runner import sandbox_problem
+from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
 from agent_s.context import (
     Grounding,
     Outcome,
@@ -82,6 +89,7 @@ from agent_s.result import (
     Timings,
     check_postcondition,
 )
+from agent_s.safety import Approver, SafetyGate, approval_image, subject_for_action
 from agent_s.trajectory import (
     GroundingEntry,
     ModelCall,
@@ -92,10 +100,10 @@ from agent_s.trajectory import (
     draw_plan,
 )
 
-UNAVAILABLE = ("call_code_agent",)  # actions this version cannot carry out (the code agent)
+CODE_AGENT = ("call_code_agent",)
 CODE_AGENT_MISSING = (
-    "call_code_agent is not available in this version of agent-s: no code was run. "
-    "Do the job with the other actions (for example type commands into a terminal)."
+    "call_code_agent is not available in this run (the code agent is switched off, or the "
+    "actions are executed by the caller): no code was run. Do the job with the other actions."
 )
 _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp"}
 
@@ -145,7 +153,10 @@ class Agent:
         grounder: Grounder | None = None,
         profiles: ProfileRegistry | None = None,
         on_step: Callable[[StepReport], None] | None = None,
+        approver: Approver | None = None,
     ) -> None:
+        """``approver``: asked when the safety mode wants approval; without one such actions
+        are refused (see ``agent_s.safety``)."""
         self.model = model
         self.settings = settings or AgentConfig()
         self.grounding = grounding or GroundingConfig()
@@ -165,6 +176,11 @@ class Agent:
         self._secrets = [model.api_key, self.grounding.api_key]
         self._ocr = OcrGrounder()
         self._grounder = grounder or self._build_grounder(retry)
+        self._gate = SafetyGate(self.settings.safety, approver)
+        code = self.settings.code
+        if code.enabled and code.sandbox == "bwrap" and (problem := sandbox_problem()):
+            raise ConfigError(f"--code-sandbox bwrap cannot be used: {problem}",
+                              setting="--code-sandbox")  # fmt: skip
         self.reset()
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -222,7 +238,9 @@ class Agent:
         self._notes: list[str] = []
         self._writer: TrajectoryWriter | None = None
         self._system: tuple[Platform, str] | None = None
+        self._code_offered = False  # call_code_agent is in the catalogue (set with the prompt)
         self._timings = Timings()
+        self._gate.reset()
         self._calls = 0
         self._started_at = time.time()
         self._clock = time.monotonic()
@@ -278,7 +296,7 @@ class Agent:
         window = observation.active_window
         draft.active_window = f"{window.app}: {window.title}" if window else None
         times["observe"] = time.perf_counter() - mark
-        platform, system = self._prompts(observation)
+        platform, system = self._prompts(observation, execute)
 
         mark = time.perf_counter()
         sent = encode_screenshot(image, self._profile.image_spec)
@@ -329,8 +347,9 @@ class Agent:
         shot = backend.capture()
         return Observation(shot, tuple(backend.windows()), backend.geometry())
 
-    def _prompts(self, observation: Observation) -> tuple[Platform, str]:
-        """The platform and system prompt, fixed for a task at its first observation."""
+    def _prompts(self, observation: Observation, execute: bool) -> tuple[Platform, str]:
+        """The platform and system prompt, fixed for a task at its first observation; the
+        code agent is offered when it is on and this agent executes the actions."""
         if self._system is None:
             geometry = observation.geometry
             if geometry is not None:
@@ -342,7 +361,9 @@ class Agent:
                 width, height, system=sys.platform,
                 environ={"XDG_CURRENT_DESKTOP": self.settings.desktop_name}, monitors=monitors,
             )  # fmt: skip
-            catalogue = action_catalogue(exclude=UNAVAILABLE)
+            exclude = () if self.settings.code.enabled and execute else CODE_AGENT
+            self._code_offered = not exclude
+            catalogue = action_catalogue(exclude=exclude)
             self._system = (platform, worker_system_prompt(platform, catalogue=catalogue))
         return self._system
 
@@ -464,14 +485,26 @@ class Agent:
     ) -> tuple[Outcome, bool]:
         if points is None:
             return Outcome.failure(draft.errors[-1]), False
+        if isinstance(action, CallCodeAgentAction) and not (execute and self._code_offered):
+            draft.code = action.to_pyautogui(points)
+            draft.errors.append(CODE_AGENT_MISSING)
+            return Outcome.failure(CODE_AGENT_MISSING), False
+        subject = subject_for_action(action, points, observation.windows, call_text(action))
+        decision = self._gate.check(
+            subject, step=draft.step, ask=not self.settings.dry_run,
+            image=lambda: self._approval_image(draft, observation, points, subject.window),
+        )  # fmt: skip
+        draft.safety = decision.to_json()
+        if not decision.allowed:  # no code either: a caller executing it would bypass the gate
+            draft.errors.append(decision.message)
+            return Outcome.failure(decision.message), False
         if isinstance(action, SaveToKnowledgeAction):
             self._notes.extend(action.text)
             draft.code = action.to_pyautogui(points)
             return Outcome.success(f"{len(action.text)} note(s) saved"), False
         if isinstance(action, CallCodeAgentAction):
             draft.code = action.to_pyautogui(points)
-            draft.errors.append(CODE_AGENT_MISSING)
-            return Outcome.failure(CODE_AGENT_MISSING), False
+            return self._run_code_agent(draft, action)
         plan = action.plan(points)
         draft.code = action.to_pyautogui(points)
         if self.settings.dry_run and self._writer is not None and plan:
@@ -492,6 +525,38 @@ class Agent:
         if self.settings.settle_seconds:
             time.sleep(self.settings.settle_seconds)
         return Outcome.success(), True
+
+    def _approval_image(
+        self, draft: StepDraft, observation: Observation, points: list[Point], window: Any
+    ) -> tuple[bytes, Path | None]:
+        """The screen around the action's target, marked, for an approver (saved if recording)."""
+        data = approval_image(observation.screenshot, points, window)
+        if self._writer is None:
+            return data, None
+        name = self._writer.write_image(f"step_{draft.step:03d}_approval.png", data)
+        return data, self._writer.folder / name
+
+    def _run_code_agent(
+        self, draft: StepDraft, action: CallCodeAgentAction
+    ) -> tuple[Outcome, bool]:
+        """Run the code agent once; its turns become the step's sub-steps. Its code runs with
+        the desktop's environment (HOME, DISPLAY) when the backend has one (X11Backend.env)."""
+        if self._system is None:
+            raise RuntimeError("the platform is known only after the first observation")
+        agent = CodeAgent(
+            lambda messages: self._call(draft, messages, "code"), self.settings.code,
+            self._system[0], self._gate, env=getattr(self._backend, "env", None),
+            secrets=self._secrets, step=draft.step,
+        )  # fmt: skip
+        start = time.perf_counter()
+        try:
+            report = agent.run(action.task or self._task, on_substep=draft.substeps.append)
+        finally:
+            draft.timings["code"] = time.perf_counter() - start
+        if report.succeeded:
+            return Outcome.success(report.worker_text), bool(report.runs)
+        draft.errors.append(report.worker_text)
+        return Outcome.failure(report.worker_text), bool(report.runs)
 
     def _write(self, entry: StepEntry) -> None:
         t = entry.timings
@@ -533,6 +598,9 @@ class Agent:
         except (DisplayUnavailableError, DesktopSetupError) as err:
             return self.finish(RunStatus.ERROR, "desktop_error", str(err), error=err)
         except Exception as err:
+            if _interrupt(err):  # pyautogui's fail-safe: the user took the mouse to a corner
+                reason = "stopped by the fail-safe: the mouse was moved into a screen corner"
+                return self.finish(RunStatus.CANCELLED, "interrupted", reason)
             self.finish(RunStatus.ERROR, "internal_error", _describe(err), error=err)
             raise
 
@@ -609,7 +677,10 @@ def _rounded(timings: Timings) -> Timings:
 
 
 def _interrupt(err: BaseException) -> bool:
-    return isinstance(err, KeyboardInterrupt)
+    """Ctrl-C, or pyautogui's fail-safe (matched by type; importing pyautogui needs a display)."""
+    kind = type(err)
+    failsafe = kind.__name__ == "FailSafeException" and kind.__module__.startswith("pyautogui")
+    return isinstance(err, KeyboardInterrupt) or failsafe
 
 
 def _describe(err: BaseException) -> str:

@@ -11,26 +11,43 @@ the flag and the variable to set, raised before anything touches the desktop.
 Environment variables: ``AGENT_S_PROVIDER``, ``AGENT_S_MODEL``, ``AGENT_S_BASE_URL``,
 ``AGENT_S_GROUND`` (auto|ocr|a11y|model|native), ``AGENT_S_GROUND_URL``,
 ``AGENT_S_GROUND_MODEL``, ``AGENT_S_MAX_STEPS``, ``AGENT_S_MAX_COST``, ``AGENT_S_MAX_TOKENS``,
-``AGENT_S_MAX_SECONDS``, ``AGENT_S_REFLECTION`` (1/0), ``AGENT_S_RECORD_DIR``; API keys come
+``AGENT_S_MAX_SECONDS``, ``AGENT_S_REFLECTION`` (1/0), ``AGENT_S_RECORD_DIR``,
+``AGENT_S_SAFETY`` (auto|confirm|confirm-all|deny-risky), ``AGENT_S_CODE_SANDBOX`` (none|bwrap),
+``AGENT_S_CODE_TIMEOUT`` (seconds per code block), ``AGENT_S_CODE_STEPS``; API keys come
 from the usual variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
+
+The configuration file (``$AGENT_S_CONFIG`` or ``~/.config/agent-s/config.toml``) may hold
+``[safety]`` (mode, allow lists, ``[[safety.rules]]``) and ``[code_agent]`` tables; see
+``SafetyConfig.from_mapping`` and ``CodeAgentConfig.from_mapping``.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from agent_s.context import ContextPolicy
 from agent_s.errors import AgentSError
+from agent_s.keys import normalize_key
 from agent_s.models.endpoints import ProviderSettings, settings_from_env
 from agent_s.models.errors import mask_secret
-from agent_s.models.profiles import ApiKind
+from agent_s.models.profiles import ApiKind, config_path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 ProviderName = Literal["openai", "anthropic", "openai-compatible", "openai-responses"]
 GroundModeName = Literal["auto", "ocr", "a11y", "model", "native"]
+SafetyMode = Literal["auto", "confirm", "confirm-all", "deny-risky"]
+RuleEffect = Literal["allow", "risky", "deny"]
+SandboxName = Literal["none", "bwrap"]
 
 PROVIDERS: Mapping[ProviderName, ApiKind] = {
     "openai": "openai_chat",
@@ -210,6 +227,252 @@ class GroundingConfig:
         return cls(cast(GroundModeName, mode), url, model, key)
 
 
+def _strings(value: Any, setting: str) -> tuple[str, ...]:
+    """A TOML value that must be a string or a list of strings, as a tuple."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{setting} must be a string or a list of strings", setting=setting)
+    return tuple(value)
+
+
+def _unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    extra = sorted(set(table) - set(known))
+    if extra:
+        raise ConfigError(
+            f"[{where}] has unknown keys {', '.join(extra)}; known: {', '.join(known)}",
+            setting=f"{where}.{extra[0]}",
+        )
+
+
+def key_combo(text: str, setting: str = "keys") -> frozenset[str]:
+    """``"ctrl+alt+Delete"`` -> the normalised key names, left/right variants folded."""
+    parts = [p.strip() for p in text.split("+")]
+    if not text.strip() or any(not p for p in parts):
+        raise ConfigError(f"{setting}: {text!r} is not a key combination such as 'ctrl+q'",
+                          setting=setting)  # fmt: skip
+    try:
+        return frozenset(fold_key(normalize_key(p)) for p in parts)
+    except ValueError as err:
+        raise ConfigError(f"{setting}: {err}", setting=setting) from None
+
+
+_FOLDED = {
+    "ctrlleft": "ctrl", "ctrlright": "ctrl", "altleft": "alt", "altright": "alt",
+    "shiftleft": "shift", "shiftright": "shift", "winleft": "win", "winright": "win",
+    "optionleft": "option", "optionright": "option", "del": "delete", "return": "enter",
+    "esc": "escape",
+}  # fmt: skip
+
+
+def fold_key(key: str) -> str:
+    """One name per physical meaning: left/right modifiers and aliases folded together."""
+    return _FOLDED.get(key, key)
+
+
+@dataclass(frozen=True)
+class SafetyRule:
+    """A user's rule. Every matcher given must match (one given at least):
+
+    ``actions`` action names (``type``, ``open``, ``hotkey``, ...; ``run_code`` for a code block),
+    ``apps`` the application acted on (window class) or opened, ``keys`` key combinations such
+    as ``"ctrl+q"`` (a combination pressed that contains one of them matches), ``text`` a regular
+    expression searched in the text typed, the code run, or the file or app opened.
+    ``effect``: ``allow`` (never asked), ``risky`` (asked or refused as the mode says) or ``deny``
+    (always refused, in every mode). Deny rules win over allow rules, which win over the rest.
+    """
+
+    effect: RuleEffect
+    actions: tuple[str, ...] = ()
+    apps: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    text: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.effect not in get_args(RuleEffect):
+            raise ConfigError(f"a rule's effect must be allow, risky or deny, not {self.effect!r}",
+                              setting="safety.rules.effect")  # fmt: skip
+        if not (self.actions or self.apps or self.keys or self.text):
+            raise ConfigError("a safety rule needs at least one of actions, apps, keys, text",
+                              setting="safety.rules")  # fmt: skip
+        for combo in self.keys:
+            key_combo(combo, "safety.rules.keys")
+        if self.text:
+            try:
+                re.compile(self.text)
+            except re.error as err:
+                raise ConfigError(f"safety rule text {self.text!r} is not a regular expression: "
+                                  f"{err}", setting="safety.rules.text") from None  # fmt: skip
+
+    @property
+    def combos(self) -> tuple[frozenset[str], ...]:
+        return tuple(key_combo(c) for c in self.keys)
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any]) -> SafetyRule:
+        known = ("effect", "actions", "apps", "keys", "text", "note")
+        _unknown(table, known, "safety.rules")
+        text, note = table.get("text", ""), table.get("note", "")
+        if not isinstance(text, str) or not isinstance(note, str):
+            raise ConfigError("safety rule text and note must be strings", setting="safety.rules")
+        return cls(
+            effect=table.get("effect", ""),
+            actions=_strings(table.get("actions", ()), "safety.rules.actions"),
+            apps=_strings(table.get("apps", ()), "safety.rules.apps"),
+            keys=_strings(table.get("keys", ()), "safety.rules.keys"),
+            text=text, note=note,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    """What the agent may do without asking (``agent_s.safety`` applies it to every action).
+
+    ``mode``: ``auto`` allows everything no rule denies; ``confirm`` asks before risky actions;
+    ``confirm-all`` asks before every action that does something; ``deny-risky`` refuses risky
+    actions. The SDK's default is ``auto``; ``agent-s run`` defaults to ``confirm``.
+    ``allow_apps`` / ``allow_paths``: applications and folders ``open`` may use without that
+    being risky.
+    """
+
+    mode: SafetyMode = "auto"
+    rules: tuple[SafetyRule, ...] = ()
+    allow_apps: tuple[str, ...] = ()
+    allow_paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in get_args(SafetyMode):
+            raise ConfigError(
+                f"unknown safety mode {self.mode!r}; use auto, confirm, confirm-all or deny-risky",
+                setting="--safety",
+            )
+
+    def with_env(self, environ: Mapping[str, str]) -> SafetyConfig:
+        mode = environ.get("AGENT_S_SAFETY", "").strip()
+        return replace(self, mode=cast(SafetyMode, mode)) if mode else self
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any], default_mode: str = "auto") -> SafetyConfig:
+        """From the ``[safety]`` table: mode, allow_apps, allow_paths, ``[[safety.rules]]``."""
+        _unknown(table, ("mode", "allow_apps", "allow_paths", "rules"), "safety")
+        rules = table.get("rules", [])
+        if not isinstance(rules, list) or not all(isinstance(r, Mapping) for r in rules):
+            raise ConfigError("[[safety.rules]] must be tables", setting="safety.rules")
+        return cls(
+            mode=table.get("mode", default_mode),
+            rules=tuple(SafetyRule.from_mapping(r) for r in rules),
+            allow_apps=_strings(table.get("allow_apps", ()), "safety.allow_apps"),
+            allow_paths=_strings(table.get("allow_paths", ()), "safety.allow_paths"),
+        )
+
+
+@dataclass(frozen=True)
+class CodeAgentConfig:
+    """The coding sub-agent (``call_code_agent``) and how its code runs (``agent_s.code_runner``).
+
+    ``workdir`` None: the desktop's home folder. ``sandbox`` ``bwrap``: bubblewrap, with the file
+    system read-only except ``workdir``, ``writable`` and a scratch folder, and no network.
+    ``output_bytes``: kept of each stream of a block (half its start, half its end); the code
+    model sees at most ``model_output_chars`` of it, the GUI worker's summary ``summary_chars``.
+    """
+
+    enabled: bool = True
+    max_steps: int = 20
+    timeout_s: float = 60.0
+    memory_mb: int | None = 2048
+    sandbox: SandboxName = "none"
+    workdir: Path | None = None
+    writable: tuple[Path, ...] = ()
+    output_bytes: int = 32_000
+    model_output_chars: int = 4_000
+    summary_chars: int = 1_400
+    python: str | None = None  # the interpreter; None: python3 on PATH
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.max_steps >= 1, "code agent max_steps must be at least 1", "--code-steps"),
+            (self.timeout_s > 0, "the code timeout must be positive", "--code-timeout"),
+            (self.memory_mb is None or self.memory_mb >= 16, "memory_mb must be at least 16",
+             "code_agent.memory_mb"),
+            (self.sandbox in get_args(SandboxName), f"unknown code sandbox {self.sandbox!r}; "
+             "use none or bwrap", "--code-sandbox"),
+            (self.output_bytes >= 1000, "output_bytes must be at least 1000",
+             "code_agent.output_bytes"),
+            (self.model_output_chars >= 200 and self.summary_chars >= 200,
+             "output character limits must be at least 200", "code_agent.summary_chars"),
+        )  # fmt: skip
+        for passed, message, setting in checks:
+            if not passed:
+                raise ConfigError(message, setting=setting)
+
+    def with_env(self, environ: Mapping[str, str]) -> CodeAgentConfig:
+        values: dict[str, Any] = {}
+        sandbox = environ.get("AGENT_S_CODE_SANDBOX", "").strip()
+        if sandbox:
+            values["sandbox"] = sandbox
+        timeout = _number(environ, "AGENT_S_CODE_TIMEOUT", float)
+        if timeout is not None:
+            values["timeout_s"] = timeout
+        steps = _number(environ, "AGENT_S_CODE_STEPS", int)
+        if steps is not None:
+            values["max_steps"] = int(steps)
+        return replace(self, **values) if values else self
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any]) -> CodeAgentConfig:
+        """From the ``[code_agent]`` table; ``timeout`` is in seconds, paths may use ``~``."""
+        names = (
+            "enabled", "max_steps", "timeout", "memory_mb", "sandbox", "workdir", "writable",
+            "output_bytes", "model_output_chars", "summary_chars", "python",
+        )  # fmt: skip
+        _unknown(table, names, "code_agent")
+        values: dict[str, Any] = {k: v for k, v in table.items() if k in names}
+        if "timeout" in values:
+            values["timeout_s"] = values.pop("timeout")
+        if "workdir" in values:
+            values["workdir"] = Path(str(values["workdir"])).expanduser()
+        if "writable" in values:
+            folders = _strings(values["writable"], "code_agent.writable")
+            values["writable"] = tuple(Path(f).expanduser() for f in folders)
+        return cls(**values)
+
+
+def read_config_file(
+    path: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    default_mode: SafetyMode = "auto",
+) -> tuple[SafetyConfig, CodeAgentConfig]:
+    """The edge: the ``[safety]`` and ``[code_agent]`` tables of the configuration file
+    (``path``, ``$AGENT_S_CONFIG`` or ``~/.config/agent-s/config.toml``); defaults when the
+    default file is missing. A file the user named that is missing, or bad TOML, is an error.
+    ``default_mode``: the safety mode when the file names none (the CLI's is ``confirm``)."""
+    explicit = path is not None
+    if path is None:
+        path, explicit = config_path(_env(environ))
+    if not path.is_file():
+        if explicit:
+            raise ConfigError(f"configuration file {path} does not exist", setting="--config")
+        return SafetyConfig(mode=default_mode), CodeAgentConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"cannot read configuration file {path}: {err}",
+                          setting="--config") from err  # fmt: skip
+    tables = []
+    for name in ("safety", "code_agent"):
+        table = data.get(name, {})
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{path}: [{name}] must be a table", setting=name)
+        tables.append(table)
+    try:
+        safety = SafetyConfig.from_mapping(tables[0], default_mode)
+        return safety, CodeAgentConfig.from_mapping(tables[1])
+    except (ConfigError, TypeError) as err:
+        raise ConfigError(f"{path}: {err}", setting=getattr(err, "setting", "--config")) from err
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """How a run behaves: limits, retries, reflection, recording. Plain values, no I/O."""
@@ -226,6 +489,8 @@ class AgentConfig:
     retry_attempts: int = 4  # HTTP attempts per model call (the retry layer)
     context: ContextPolicy = field(default_factory=ContextPolicy)
     desktop_name: str = ""  # the desktop environment, for prompt hints ("gnome", "openbox")
+    safety: SafetyConfig = field(default_factory=lambda: SafetyConfig())  # the SDK: "auto"
+    code: CodeAgentConfig = field(default_factory=lambda: CodeAgentConfig())
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -268,11 +533,15 @@ class AgentConfig:
             values["record_dir"] = Path(env["AGENT_S_RECORD_DIR"]).expanduser()
         desktop = env.get("XDG_CURRENT_DESKTOP") or env.get("DESKTOP_SESSION") or ""
         values["desktop_name"] = desktop
+        values["safety"] = SafetyConfig().with_env(env)
+        values["code"] = CodeAgentConfig().with_env(env)
         values.update({k: v for k, v in explicit.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
 
 __all__ = [
-    "DEFAULT_MAX_STEPS", "PROVIDERS", "AgentConfig", "ConfigError", "GroundModeName",
-    "GroundingConfig", "ModelConfig", "ProviderName",
+    "DEFAULT_MAX_STEPS", "PROVIDERS", "AgentConfig", "CodeAgentConfig", "ConfigError",
+    "GroundModeName", "GroundingConfig", "ModelConfig", "ProviderName", "RuleEffect",
+    "SafetyConfig", "SafetyMode", "SafetyRule", "SandboxName", "fold_key", "key_combo",
+    "read_config_file",
 ]  # fmt: skip

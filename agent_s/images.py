@@ -75,7 +75,7 @@ class ImageSpec:
         w = max(1, math.floor(width * factor + 1e-6))
         h = max(1, math.floor(height * factor + 1e-6))
         while not self._within(w, h) and (w > 1 or h > 1):
-            if w / width >= h / height and w > 1:
+            if (w / width >= h / height and w > 1) or h == 1:
                 w -= 1
             else:
                 h -= 1

@@ -5,7 +5,12 @@
       trajectory.jsonl    one JSON line per step, flushed and fsynced when the step ends
       step_001.png        the screenshot the model was shown at each step (as sent)
       step_001_plan.png   dry runs: the intended action drawn on the screenshot
+      step_001_approval.png   the screen crop an approver was shown (safety mode confirm)
       result.json         the RunResult, written (atomically) when the run ends
+
+Each step records the safety gate's decision (``safety``: allowed or refused, by the policy, a
+user rule, an approver and who, or nobody) and, for ``call_code_agent``, the code agent's turns
+(``substeps``: each reply, the code, its gate decision, exit status and bounded output).
 
 A run killed with SIGKILL keeps every finished step readable: each line is written whole and
 synced before the next step starts. ``load_trajectory`` skips only a torn last line.
@@ -115,6 +120,8 @@ class StepEntry:
     errors: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     dry_run_image: str | None = None
+    safety: dict[str, Any] | None = None  # the safety gate's decision on the action
+    substeps: tuple[dict[str, Any], ...] = ()  # the code agent's turns (call_code_agent)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,6 +129,7 @@ class StepEntry:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StepEntry:
         values = dict(data)
+        values["substeps"] = tuple(values.get("substeps", ()))
         values["screen"] = tuple(values["screen"])
         values["calls"] = tuple(ModelCall(**c) for c in values["calls"])
         values["grounding"] = tuple(
@@ -169,6 +177,8 @@ class StepDraft:
     errors: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     dry_run_image: str | None = None
+    safety: dict[str, Any] | None = None
+    substeps: list[dict[str, Any]] = field(default_factory=list)
 
     def entry(self, outcome: str, detail: str) -> StepEntry:
         action = self.action
@@ -182,7 +192,7 @@ class StepDraft:
             grounding=tuple(self.grounding), executed=tuple(self.executed), code=self.code,
             outcome=outcome, detail=detail, errors=tuple(self.errors),
             timings={k: round(v, 4) for k, v in self.timings.items()},
-            dry_run_image=self.dry_run_image,
+            dry_run_image=self.dry_run_image, safety=self.safety, substeps=tuple(self.substeps),
         )  # fmt: skip
 
 

@@ -6,17 +6,27 @@ asks for one, and again after each run, until an empty line or end of input. Eve
 a trajectory folder (``--record DIR``; default ``$AGENT_S_RECORD_DIR`` or
 ``~/.local/share/agent-s/runs``).
 
+Safety (``--safety``, default ``confirm``): actions the mode holds are shown with the exact text
+or code and a marked screen crop, and asked about (y / n / always for this run) when stdin is a
+terminal; when it is not, nobody can approve and those actions are refused (the model is told).
+``[safety]`` rules and allow lists and ``[code_agent]`` settings come from the configuration file
+(``$AGENT_S_CONFIG`` or ``~/.config/agent-s/config.toml``); flags win over variables over the file.
+
 Exit codes: 0 succeeded, 1 failed / infeasible / error, 2 usage or configuration error (nothing
 has touched the desktop then), 3 a limit was reached (steps, cost, time), 130 interrupted.
 Ctrl-C stops the run: keys and buttons held by the current action are released by the backend,
-and the result is written with status ``cancelled``.
+code the code agent is running is killed (its whole process group), and the result is written
+with status ``cancelled``. pyautogui's fail-safe (the mouse in a screen corner) stays on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import os
 import shlex
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -100,6 +110,35 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
         out.print(f"trajectory: {result.trajectory_dir}", highlight=False)
 
 
+def _safety_and_code(
+    mode: str | None, sandbox: str | None, timeout: float | None, steps: int | None, enabled: bool
+) -> tuple[Any, Any]:
+    """The configuration file, then ``AGENT_S_*`` variables, then the flags."""
+    from agent_s.config import read_config_file
+
+    safety, code = read_config_file(default_mode="confirm")
+    safety, code = safety.with_env(os.environ), code.with_env(os.environ)
+    if mode is not None:
+        safety = dataclasses.replace(safety, mode=mode)
+    flags = {"sandbox": sandbox, "timeout_s": timeout, "max_steps": steps}
+    code = dataclasses.replace(code, **{k: v for k, v in flags.items() if v is not None})
+    if not enabled:
+        code = dataclasses.replace(code, enabled=False)
+    return safety, code
+
+
+def _approver(err: Console, mode: str) -> Any:
+    """The terminal approver when stdin is a terminal; otherwise none (and say what follows)."""
+    if sys.stdin.isatty():
+        from agent_s.cli.approve import CliApprover
+
+        return CliApprover(err)
+    if mode in ("confirm", "confirm-all"):
+        err.print(f"[yellow]safety mode {mode}: stdin is not a terminal, so nobody can approve; "
+                  "actions that need approval will be refused[/]", highlight=False)  # fmt: skip
+    return None
+
+
 def run(
     task: Annotated[str | None, typer.Argument(help="The task; omit it to be asked.")] = None,
     provider: Annotated[
@@ -134,6 +173,24 @@ def run(
     reflection: Annotated[
         bool | None, typer.Option("--reflection/--no-reflection", help="A reviewer call per step.")
     ] = None,
+    safety: Annotated[
+        str | None,
+        typer.Option(
+            help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
+        ),
+    ] = None,  # fmt: skip
+    code_sandbox: Annotated[
+        str | None, typer.Option(help="none | bwrap: how code-agent code runs.")
+    ] = None,
+    code_timeout: Annotated[
+        float | None, typer.Option(help="Seconds each code-agent block may run (default 60).")
+    ] = None,
+    code_steps: Annotated[
+        int | None, typer.Option(help="Turns the code agent has per call (default 20).")
+    ] = None,
+    code_agent: Annotated[
+        bool, typer.Option("--code-agent/--no-code-agent", help="Offer the code agent.")
+    ] = True,
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
     from agent_s.agent import Agent
@@ -146,21 +203,22 @@ def run(
             provider=provider, model=model, base_url=base_url, api_key=api_key
         )
         grounding = GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
+        safety_config, code_config = _safety_and_code(
+            safety, code_sandbox, code_timeout, code_steps, code_agent
+        )
         settings = AgentConfig.from_env(
             max_steps=max_steps, max_cost_usd=max_cost, dry_run=dry_run or None,
-            reflection=reflection, record_dir=record,
+            reflection=reflection, record_dir=record, safety=safety_config, code=code_config,
         )  # fmt: skip
         if settings.record_dir is None:
-            settings = AgentConfig.from_env(
-                max_steps=max_steps, max_cost_usd=max_cost, dry_run=dry_run or None,
-                reflection=reflection, record_dir=_DEFAULT_RECORD.expanduser(),
-            )  # fmt: skip
+            settings = dataclasses.replace(settings, record_dir=_DEFAULT_RECORD.expanduser())
         argv = tuple(shlex.split(check)) if check is not None else None
         if argv == ():
             raise typer.BadParameter("--check needs a command")
+        approver = _approver(err, settings.safety.mode)
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
             model_config, settings=settings, grounding=grounding,
-            on_step=lambda report: _step_line(err, report),
+            on_step=lambda report: _step_line(err, report), approver=approver,
         )  # fmt: skip
     except (AgentSError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)

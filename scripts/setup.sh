@@ -19,6 +19,8 @@ packages=(
   xvfb xauth openbox dbus dbus-x11 at-spi2-core libatk-adaptor
   # input, clipboard, window queries (pyautogui covers the mouse; X11 keyboard text via xdotool)
   xdotool xclip x11-utils x11-xserver-utils xdg-utils
+  # the code agent's optional sandbox (--code-sandbox bwrap)
+  bubblewrap
   # OCR grounding
   tesseract-ocr tesseract-ocr-eng
   # the Python the venv is made from, with PyGObject (AT-SPI) and tkinter from the distribution

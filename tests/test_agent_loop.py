@@ -200,17 +200,6 @@ def test_notes_last_for_the_task_and_reset_clears_them(tmp_path: Path) -> None:
         assert agent.notes == ()
 
 
-def test_code_agent_is_reported_unavailable_to_the_model(tmp_path: Path) -> None:
-    script = [reply(act('agent.call_code_agent("sum column B")')), reply(act("agent.fail()"))]
-    backend = RecordingBackend(screens(2))
-    with ScriptedModelServer(script) as server:
-        result = make_agent(server, backend, tmp_path).run("Sum column B")
-    assert result.status is RunStatus.FAILED
-    assert backend.ops == []
-    assert "not available in this version" in texts(server.requests[1])
-    assert "agent.call_code_agent(" not in json.dumps(server.requests[0].body["messages"][0])
-
-
 def test_grounding_failure_goes_back_to_the_model(tmp_path: Path) -> None:
     script = [reply(act('agent.click("(5000, 10)")')), reply(act("agent.done()"))]
     backend = RecordingBackend(screens(2))

@@ -6,7 +6,7 @@ import io
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw
 
@@ -61,6 +61,7 @@ def test_fit_scales_down_to_the_binding_limit(
     long_side=st.none() | st.integers(16, 4000),
     pixels=st.none() | st.integers(256, 10_000_000),
 )
+@example(width=259, height=1, long_side=None, pixels=256)  # a 1-pixel side must not shrink
 def test_fit_stays_within_limits_keeps_aspect_and_never_upscales(
     width: int, height: int, long_side: int | None, pixels: int | None
 ) -> None:

@@ -1,0 +1,377 @@
+"""The coding sub-agent behind ``call_code_agent``: a bounded loop of write code -> run -> read.
+
+    report = CodeAgent(complete, CodeAgentConfig(max_steps=10), platform, gate).run(
+        "add a total column to ~/data.csv", on_substep=print
+    )
+    report.status        # "done", "fail" or "max_steps"
+    report.worker_text   # what the GUI worker is told (bounded): outcome, summary, changes, output
+
+Each turn the model (``prompts/code_agent.md``) writes brief reasoning and exactly one ```python
+or ```bash block; the block goes through the safety gate, then runs once (``code_runner``),
+and the model sees its exit status and output (head and tail, bounded). A reply without a block
+whose last line is DONE or FAIL ends the loop; anything else is sent back with the reason. The
+budget is ``max_steps`` model replies, whatever they were.
+
+What the GUI worker gets is built from what happened, not only from the model's own words: how
+it ended, the model's summary, the files created / modified / deleted in the working folder
+(compared before and after), and the real output of the last blocks. Every turn is handed to
+``on_substep`` as it ends (the trajectory's sub-steps).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_s.code_runner import (
+    LANGUAGES,
+    CodeRun,
+    CodeRunner,
+    CodeRunnerError,
+    Language,
+    RunnerSettings,
+    clip_middle,
+)
+from agent_s.config import CodeAgentConfig
+from agent_s.models.errors import OutputTruncated, Refused
+from agent_s.models.types import Message, ModelReply
+from agent_s.prompting import Platform, code_agent_system_prompt, load_template
+from agent_s.safety import SafetyGate, subject_for_code
+from agent_s.trajectory import ModelCall
+
+Complete = Callable[[Sequence[Message]], ModelReply]
+Status = Literal["done", "fail", "max_steps"]
+
+_FENCE = re.compile(
+    r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE
+)
+_FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
+_ALIASES: dict[str, Language] = {
+    "python": "python", "py": "python", "python3": "python",
+    "bash": "bash", "sh": "bash", "shell": "bash",
+}  # fmt: skip
+_SKIPPED_DIRS = frozenset({".git", ".cache", "__pycache__", "node_modules", ".venv"})
+SNAPSHOT_LIMIT = 5000  # files compared before and after, breadth first
+
+
+# -- reading a reply -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeReply:
+    """A code-model reply read: one block to run, the final word, or why it cannot be used."""
+
+    kind: Literal["block", "final", "invalid"]
+    language: Language | None = None
+    code: str = ""
+    status: Literal["done", "fail"] | None = None
+    summary: str = ""
+    error: str = ""
+
+
+def parse_code_reply(text: str) -> CodeReply:
+    """Read a reply: exactly one python/bash block, or no block and DONE / FAIL last."""
+    if len(_FENCE_LINE.findall(text)) % 2:
+        return CodeReply("invalid", error="a ``` code block is not closed (was the reply cut off?)")
+    blocks = _FENCE.findall(text)
+    runnable = [(_ALIASES[tag.lower()], body) for tag, body in blocks if tag.lower() in _ALIASES]
+    if len(runnable) > 1:
+        return CodeReply("invalid", error=f"it has {len(runnable)} code blocks; write exactly "
+                         "one per turn and look at its output before the next")  # fmt: skip
+    if runnable:
+        language, code = runnable[0]
+        if not code.strip():
+            return CodeReply("invalid", error="the code block is empty")
+        return CodeReply("block", language, code)
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    last = lines[-1].strip().strip("*`_.!# ").upper() if lines else ""
+    if last in ("DONE", "FAIL"):
+        summary = "\n".join(lines[:-1]).strip()
+        return CodeReply("final", status="done" if last == "DONE" else "fail", summary=summary)
+    if blocks:
+        tags = ", ".join(sorted({f"```{tag or '(none)'}" for tag, _ in blocks}))
+        return CodeReply("invalid", error=f"only ```python and ```bash blocks are run, not {tags}")
+    return CodeReply("invalid", error="it has no ```python or ```bash block, and its last line "
+                     "is not DONE or FAIL")  # fmt: skip
+
+
+# -- what changed on disk ------------------------------------------------------------------------
+
+Snapshot = dict[str, tuple[int, int]]  # relative path -> (size, mtime in ns)
+
+
+def snapshot(folder: Path, limit: int = SNAPSHOT_LIMIT) -> tuple[Snapshot, bool]:
+    """Files under ``folder``, breadth first, at most ``limit``; (files, complete)."""
+    found: Snapshot = {}
+    queue = [folder]
+    while queue:
+        current = queue.pop(0)
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SKIPPED_DIRS:
+                        queue.append(Path(entry.path))
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if len(found) >= limit:
+                return found, False
+            found[os.path.relpath(entry.path, folder)] = (info.st_size, info.st_mtime_ns)
+    return found, True
+
+
+@dataclass(frozen=True)
+class FileChanges:
+    folder: Path
+    created: tuple[str, ...] = ()
+    modified: tuple[tuple[str, int, int], ...] = ()  # path, size before, size after
+    deleted: tuple[str, ...] = ()
+    complete: bool = True
+
+    @classmethod
+    def between(cls, folder: Path, before: tuple[Snapshot, bool], after: tuple[Snapshot, bool]
+                ) -> FileChanges:  # fmt: skip
+        old, new = before[0], after[0]
+        modified = tuple((p, old[p][0], new[p][0]) for p in sorted(old.keys() & new.keys())
+                         if old[p] != new[p])  # fmt: skip
+        return cls(folder, tuple(sorted(new.keys() - old.keys())), modified,
+                   tuple(sorted(old.keys() - new.keys())), before[1] and after[1])  # fmt: skip
+
+    def describe(self, limit: int = 8) -> str:
+        parts = [f"modified {p} ({a} -> {b} bytes)" for p, a, b in self.modified[:limit]]
+        parts += [f"created {p}" for p in self.created[:limit]]
+        parts += [f"deleted {p}" for p in self.deleted[:limit]]
+        more = len(self.modified) + len(self.created) + len(self.deleted) - len(parts)
+        if more > 0:
+            parts.append(f"and {more} more")
+        partial = "" if self.complete else f" (only the first {SNAPSHOT_LIMIT} files compared)"
+        if not parts:
+            return f"No files changed in {self.folder}{partial}."
+        return f"Files changed in {self.folder}{partial}: " + "; ".join(parts) + "."
+
+
+# -- the loop --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeAgentReport:
+    status: Status
+    task: str
+    summary: str  # the model's own closing words
+    turns: int
+    runs: tuple[tuple[int, CodeRun], ...]  # (turn, what the block did), blocks that ran
+    changes: FileChanges
+    worker_text: str  # what the GUI worker is told
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "done"
+
+
+class CodeAgent:
+    """One ``call_code_agent``: ``run()`` once per call. ``complete`` makes one model call."""
+
+    def __init__(
+        self,
+        complete: Complete,
+        settings: CodeAgentConfig,
+        platform: Platform,
+        gate: SafetyGate,
+        *,
+        env: Mapping[str, str] | None = None,
+        secrets: Sequence[str | None] = (),
+        step: int | None = None,
+        ask: bool = True,
+    ) -> None:
+        self.complete = complete
+        self.settings = settings
+        self.platform = platform
+        self.gate = gate
+        self.env = dict(env) if env is not None else None
+        self.secrets = tuple(s for s in secrets if s)
+        self.step = step
+        self.ask = ask
+        home = (self.env or os.environ).get("HOME") or str(Path.home())
+        self.workdir = Path(settings.workdir or home).expanduser().resolve()
+
+    def runner_settings(self) -> RunnerSettings:
+        s = self.settings
+        return RunnerSettings(
+            workdir=self.workdir, timeout_s=s.timeout_s, memory_mb=s.memory_mb,
+            output_bytes=s.output_bytes, sandbox=s.sandbox, writable=tuple(s.writable),
+            python=s.python, env=self.env, secrets=self.secrets,
+        )  # fmt: skip
+
+    def _opening(self, task: str) -> list[Message]:
+        template = load_template("code_agent")
+        system = code_agent_system_prompt(
+            self.platform,
+            max_steps=self.settings.max_steps,
+            timeout_seconds=round(self.settings.timeout_s),
+        )
+        parts = [template.render("task", task=task),
+                 template.render("workdir", workdir=str(self.workdir))]  # fmt: skip
+        if self.settings.sandbox == "bwrap":
+            folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
+            parts.append(template.render("sandbox", writable=", ".join(map(str, folders))))
+        return [Message.text("system", system), Message.text("user", "\n".join(parts))]
+
+    def run(self, task: str, *, on_substep: Callable[[dict[str, Any]], None] = lambda _: None
+            ) -> CodeAgentReport:  # fmt: skip
+        """The loop (see the module docstring). Model and budget errors propagate; Ctrl-C
+        kills the running block and propagates."""
+        limit = self.settings.max_steps
+        messages = self._opening(task)
+        before = snapshot(self.workdir)
+        runs: list[tuple[int, CodeRun]] = []
+        status: Status = "max_steps"
+        summary = ""
+        turn = 0
+        try:
+            runner = CodeRunner(self.runner_settings())
+        except CodeRunnerError as err:  # e.g. a working folder that does not exist
+            text = f"The code agent could not start, so no code was run: {err}."
+            return CodeAgentReport("fail", task, str(err), 0, (), FileChanges(self.workdir), text)
+        with runner:
+            for turn in range(1, limit + 1):
+                record: dict[str, Any] = {"substep": turn, "started_at": round(time.time(), 3)}
+                text, reply = self._ask(messages, record)
+                if reply is None:  # the model refused: the code agent cannot go on
+                    status, summary = "fail", record["error"]
+                    on_substep(record)
+                    break
+                try:
+                    feedback = self._turn(turn, limit - turn, reply, record, runner, runs)
+                except KeyboardInterrupt:  # the kill switch: the block is dead; say what it was
+                    record["kind"] = "interrupted"
+                    on_substep(record)
+                    raise
+                on_substep(record)
+                if reply.kind == "final":
+                    status, summary = reply.status or "fail", reply.summary
+                    break
+                messages += [Message.text("assistant", text or "(empty reply)"),
+                             Message.text("user", feedback)]  # fmt: skip
+        changes = FileChanges.between(self.workdir, before, snapshot(self.workdir))
+        text = worker_text(status, turn, summary, runs, changes, self.settings.summary_chars)
+        return CodeAgentReport(status, task, summary, turn, tuple(runs), changes, text)
+
+    def _ask(self, messages: list[Message], record: dict[str, Any]) -> tuple[str, CodeReply | None]:
+        start = time.perf_counter()
+        try:
+            answer = self.complete(messages)
+        except OutputTruncated as err:
+            text = err.partial_text
+            record["call"] = asdict(ModelCall.of("code", text, err.usage, start, 1, "cut off"))
+            return text, CodeReply("invalid", error="the reply was cut off at the output limit; "
+                                   "keep the reasoning and the block short")  # fmt: skip
+        except Refused as err:
+            call = ModelCall.of("code", err.refusal, err.usage, start, 1, "refused")
+            record["call"] = asdict(call)
+            record.update(kind="refused_by_model", error=f"the model refused: {err.refusal[:300]}")
+            return err.refusal, None
+        record["call"] = asdict(ModelCall.of("code", answer.text, answer.usage, start,
+                                             answer.attempts))  # fmt: skip
+        return answer.text, parse_code_reply(answer.text)
+
+    def _turn(
+        self,
+        turn: int,
+        remaining: int,
+        reply: CodeReply,
+        record: dict[str, Any],
+        runner: CodeRunner,
+        runs: list[tuple[int, CodeRun]],
+    ) -> str:
+        """Act on one reply; the text the model is sent back."""
+        template = load_template("code_agent")
+        record["kind"] = reply.kind
+        if reply.kind == "final":
+            record.update(status=reply.status, summary=reply.summary)
+            return ""
+        if reply.kind == "invalid" or reply.language is None:
+            record["error"] = reply.error
+            return template.render("invalid_reply", step=turn, error=reply.error,
+                                   remaining=remaining)  # fmt: skip
+        record.update(language=reply.language, code=reply.code)
+        decision = self.gate.check(subject_for_code(reply.language, reply.code), step=self.step,
+                                   substep=turn, ask=self.ask)  # fmt: skip
+        record["safety"] = decision.to_json()
+        if not decision.allowed:
+            record["kind"] = "refused"
+            return template.render("refused", step=turn, reason=decision.message,
+                                   remaining=remaining)  # fmt: skip
+        run = runner.run(reply.language, reply.code)
+        runs.append((turn, run))
+        record["run"] = run.to_json()
+        output = model_output(run, self.settings.model_output_chars)
+        if run.exit_status is None:
+            return template.render("stopped", step=turn, language=run.language,
+                                   reason=_stopped_reason(run, self.settings.timeout_s),
+                                   output=output, remaining=remaining)  # fmt: skip
+        return template.render("result", step=turn, language=run.language,
+                               exit_status=run.exit_status, output=output,
+                               remaining=remaining)  # fmt: skip
+
+
+def _stopped_reason(run: CodeRun, timeout_s: float) -> str:
+    if run.timed_out:
+        return f"it was still running at the {timeout_s:g} s time limit, so it was killed"
+    return run.stopped
+
+
+def model_output(run: CodeRun, limit: int) -> str:
+    """stdout and stderr of a block for the code model: labelled, each at most half ``limit``."""
+    parts = []
+    for name, stream in (("stdout", run.stdout), ("stderr", run.stderr)):
+        if stream.total_bytes:
+            size = f" ({stream.total_bytes:,} bytes in all)" if stream.truncated else ""
+            parts.append(f"[{name}{size}]\n{clip_middle(stream.text, limit // 2).rstrip()}")
+    if run.error:
+        parts.append(f"[error] {run.error}")
+    return "\n".join(parts) if parts else "(no output)"
+
+
+def worker_text(
+    status: Status,
+    turns: int,
+    summary: str,
+    runs: Sequence[tuple[int, CodeRun]],
+    changes: FileChanges,
+    limit: int,
+) -> str:
+    """What the GUI worker is told: how it ended, the summary, the file changes, and the real
+    output of the last blocks (newest first until ``limit`` characters are used)."""
+    ending = {"done": "finished (DONE)", "fail": "gave up (FAIL)",
+              "max_steps": "ran out of turns without finishing"}[status]  # fmt: skip
+    head = f"The code agent {ending} after {turns} turn(s); {len(runs)} block(s) ran"
+    if runs:
+        head += f", the last one ended with {runs[-1][1].stopped}"
+    lines = [head + "."]
+    if summary:
+        lines.append("Its summary: " + clip_middle(summary, limit // 3))
+    lines.append(changes.describe())
+    text = "\n".join(lines)
+    for turn, run in reversed(runs):
+        room = limit - len(text) - 80
+        if room < 120:
+            break
+        output = model_output(run, room)
+        text += f"\nOutput of the {run.language} block of turn {turn} ({run.stopped}):\n{output}"
+    return clip_middle(text, limit)
+
+
+__all__ = [
+    "LANGUAGES", "CodeAgent", "CodeAgentReport", "CodeReply", "FileChanges", "model_output",
+    "parse_code_reply", "snapshot", "worker_text",
+]  # fmt: skip

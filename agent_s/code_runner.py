@@ -1,0 +1,442 @@
+"""Running one block of model-written Python or Bash: bounded in time, memory and output.
+
+    with CodeRunner(RunnerSettings(workdir=Path("~/work").expanduser(), timeout_s=30)) as runner:
+        run = runner.run("python", "print(sum(range(10)))")
+    run.exit_status, run.stdout.text        # 0, "45\\n"
+
+The code is written to a file in a scratch folder (one per runner, removed on close) and run
+as that file by the interpreter: ``[python3, -u, FILE]`` or ``[bash, FILE]``, an argv list,
+never a shell string. The working directory is ``workdir``; stdin is empty. The process gets a
+session (and process group) of its own, an address-space limit (``prlimit``, or ``setrlimit``
+in the child when prlimit is missing) and an environment without the agent's secrets.
+
+stdout and stderr are read as they arrive and only ``head`` + ``tail`` bytes of each are kept,
+so 50 MB of output never sits in memory; what was left out is marked in the text. When the time
+limit passes, when the block ends while leaving processes behind, or when the caller is
+interrupted (Ctrl-C), every process of the block's session is killed: nothing outlives a block.
+
+``sandbox="bwrap"`` runs the interpreter under bubblewrap: the whole file system read-only
+except ``workdir``, the extra ``writable`` folders and the scratch folder, a private /dev and
+/proc, new PID/IPC/UTS namespaces and no network. ``sandbox_problem()`` says why bubblewrap
+cannot run on this machine (``None`` when it can); a runner is never silently unsandboxed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_s.errors import AgentSError
+
+Language = Literal["python", "bash"]
+LANGUAGES: tuple[Language, ...] = ("python", "bash")
+_SUFFIX = {"python": ".py", "bash": ".sh"}
+_CHUNK = 65536
+_DRAIN_SECONDS = 0.5  # after the block's process ends, for output still in flight
+_KILL_GRACE = 0.3  # SIGTERM -> SIGKILL
+# Environment variables never passed to code: API keys, tokens, passwords.
+_SECRET_NAME = re.compile(r"API_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSW|CREDENTIAL", re.IGNORECASE)
+
+
+class CodeRunnerError(AgentSError):
+    """Code cannot be run as configured (no such working folder, no POSIX); nothing was run."""
+
+
+class SandboxUnavailable(CodeRunnerError):
+    """The sandbox asked for cannot run here; ``reason`` says why (nothing was run)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """How blocks run. ``memory_mb`` None: no limit. ``output_bytes``: kept per stream."""
+
+    workdir: Path
+    timeout_s: float = 60.0
+    memory_mb: int | None = 2048
+    output_bytes: int = 32_000
+    sandbox: Literal["none", "bwrap"] = "none"
+    writable: tuple[Path, ...] = ()
+    python: str | None = None
+    env: Mapping[str, str] | None = None  # None: this process's environment
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # values never passed on
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One output stream: its start and end (``text``), and how much there was in all."""
+
+    text: str
+    total_bytes: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class CodeRun:
+    """What one block did. ``exit_status`` None: it did not end by itself (see ``stopped``)."""
+
+    language: Language
+    exit_status: int | None
+    stdout: Captured
+    stderr: Captured
+    seconds: float
+    timed_out: bool = False
+    signal_number: int | None = None  # the signal that ended it, if one did
+    error: str = ""  # the block could not be started at all
+    killed_leftovers: int = 0  # processes it left running that were killed after it ended
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+    @property
+    def stopped(self) -> str:
+        """Why it ended, in words: "exit status 0", "stopped at the 60 s time limit", ..."""
+        if self.error:
+            return f"not started: {self.error}"
+        if self.timed_out:
+            return "stopped at the time limit"
+        number = self.signal_number
+        if number is not None:
+            name = signal.Signals(number).name if number in _SIGNALS else "?"
+            hint = " (possibly out of memory)" if number == signal.SIGKILL else ""
+            return f"killed by signal {number} ({name}){hint}"
+        return f"exit status {self.exit_status}"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stopped"] = self.stopped
+        return data
+
+
+_SIGNALS = {int(s) for s in signal.Signals}
+
+
+class _HeadTail:
+    """Keeps the first ``head`` and the last ``tail`` bytes of a stream fed in chunks."""
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head_limit, self.tail_limit = head, tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            excess = len(self.tail) - self.tail_limit
+            if excess > 0:
+                del self.tail[:excess]
+
+    def captured(self) -> Captured:
+        left_out = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if left_out <= 0:
+            return Captured((self.head + self.tail).decode("utf-8", "replace"), self.total, False)
+        marker = f"\n[... {left_out:,} bytes of output left out ...]\n"
+        return Captured(head + marker + tail, self.total, True)
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping its start and end, the cut marked."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 60, 20)
+    head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
+    return f"{head}\n[... {len(text) - 2 * (keep // 2):,} characters left out ...]\n{tail}"
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """Why bubblewrap cannot sandbox code on this machine, or None when it can (checked once)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
+            "--die-with-parent", "--", "true"]  # fmt: skip
+    try:
+        probe = subprocess.run(argv, capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"bwrap could not be run: {err}"
+    if probe.returncode != 0:
+        detail = probe.stderr.decode("utf-8", "replace").strip() or f"status {probe.returncode}"
+        return f"bwrap cannot create a sandbox here (user namespaces may be disabled): {detail}"
+    return None
+
+
+def code_environment(
+    base: Mapping[str, str], secrets: Iterable[str] = (), **extra: str
+) -> dict[str, str]:
+    """``base`` without variables that look secret (by name) or hold one of ``secrets``."""
+    hidden = {s for s in secrets if s}
+    env = {k: v for k, v in base.items() if not _SECRET_NAME.search(k) and v not in hidden}
+    env.update(extra)
+    return env
+
+
+class CodeRunner:
+    """Runs blocks (see the module docstring). Use as a context manager, or call ``close()``."""
+
+    def __init__(self, settings: RunnerSettings) -> None:
+        if os.name != "posix":
+            raise CodeRunnerError("running code needs a POSIX system (process groups, rlimits)")
+        if settings.sandbox == "bwrap":
+            problem = sandbox_problem()
+            if problem is not None:
+                raise SandboxUnavailable(f"--code-sandbox bwrap: {problem}", reason=problem)
+        self.settings = settings
+        self.workdir = Path(settings.workdir).expanduser().resolve()
+        if not self.workdir.is_dir():
+            raise CodeRunnerError(f"the code working folder {self.workdir} does not exist")
+        self.scratch = Path(tempfile.mkdtemp(prefix="agent-s-code-"))
+        self._count = 0
+
+    def __enter__(self) -> CodeRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # -- one block --------------------------------------------------------------------------------
+
+    def run(self, language: Language, code: str) -> CodeRun:
+        """Run one block and wait for it (at most the time limit)."""
+        if language not in LANGUAGES:
+            raise ValueError(f"language must be python or bash, not {language!r}")
+        self._count += 1
+        script = self.scratch / f"block_{self._count:03d}{_SUFFIX[language]}"
+        script.write_text(code, encoding="utf-8")
+        interpreter = self._interpreter(language)
+        empty = Captured("", 0, False)
+        if interpreter is None:
+            missing = (self.settings.python or "python3") if language == "python" else "bash"
+            return CodeRun(language, None, empty, empty, 0.0, error=f"{missing} is not installed")
+        argv = [*interpreter, str(script)]
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                self._wrap(argv), cwd=self.workdir, env=self._env(),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True, preexec_fn=self._preexec(),
+            )  # fmt: skip
+        except OSError as err:
+            return CodeRun(language, None, empty, empty, 0.0, error=str(err))
+        half = self.settings.output_bytes // 2
+        out, err = _HeadTail(half, half), _HeadTail(half, half)
+        try:
+            timed_out, leftovers = self._collect(proc, out, err, start)
+        except BaseException:  # Ctrl-C (the kill switch) or anything else: nothing survives
+            _kill_session(proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+            raise
+        finally:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        status = proc.returncode
+        killed_by = -status if status is not None and status < 0 else None
+        if timed_out:
+            killed_by = None
+        return CodeRun(
+            language, None if (timed_out or killed_by) else status, out.captured(),
+            err.captured(), round(time.monotonic() - start, 3), timed_out=timed_out,
+            signal_number=killed_by, killed_leftovers=leftovers,
+        )  # fmt: skip
+
+    def _collect(
+        self, proc: subprocess.Popen[bytes], out: _HeadTail, err: _HeadTail, start: float
+    ) -> tuple[bool, int]:
+        """Read both pipes until they close; kill at the deadline, or after the block's own
+        process ended but something it started still holds the pipes. (timed out, leftovers)"""
+        deadline = start + self.settings.timeout_s
+        timed_out, leftovers = False, 0
+        ended_at: float | None = None
+        give_up: float | None = None  # after a kill: stop waiting for pipes held elsewhere
+        with selectors.DefaultSelector() as selector:
+            for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
+                if stream is None:
+                    raise RuntimeError("the block's output pipes are missing")
+                os.set_blocking(stream.fileno(), False)
+                selector.register(stream, selectors.EVENT_READ, sink)
+            while selector.get_map():
+                now = time.monotonic()
+                if give_up is not None and now >= give_up:
+                    break
+                if not timed_out and now >= deadline:
+                    timed_out = True
+                    _kill_session(proc.pid)
+                    give_up = now + 1.0
+                if ended_at is None and proc.poll() is not None:
+                    ended_at = now
+                if ended_at is not None and give_up is None and now - ended_at > _DRAIN_SECONDS:
+                    leftovers = _kill_session(proc.pid)
+                    give_up = now + 1.0
+                wait = min(0.2, max(deadline - now, 0.01))
+                for key, _ in selector.select(wait):
+                    try:
+                        chunk = os.read(key.fd, _CHUNK)
+                    except BlockingIOError:
+                        continue
+                    if chunk:
+                        key.data.feed(chunk)
+                    else:
+                        selector.unregister(key.fileobj)
+        try:
+            proc.wait(max(deadline - time.monotonic(), 0) + 0.5 if not timed_out else 5)
+        except subprocess.TimeoutExpired:  # pipes closed early but the process goes on
+            timed_out = True
+            _kill_session(proc.pid)
+            proc.wait(5)
+        leftovers += _kill_session(proc.pid)  # whatever it started, once it is gone
+        return timed_out, leftovers
+
+    # -- how it is started ----------------------------------------------------------------------
+
+    def _interpreter(self, language: Language) -> list[str] | None:
+        path = (self.settings.env or os.environ).get("PATH")
+        if language == "bash":
+            bash = shutil.which("bash", path=path)
+            return [bash] if bash else None
+        if self.settings.python is not None:
+            python = shutil.which(self.settings.python, path=path)
+        else:
+            python = shutil.which("python3", path=path) or sys.executable
+        return [python, "-u"] if python else None
+
+    def _wrap(self, argv: list[str]) -> list[str]:
+        """The argv with the memory limit (prlimit) and the sandbox (bwrap) around it."""
+        if self.settings.sandbox == "bwrap":
+            argv = self._bwrap(argv)
+        limit = self.settings.memory_mb
+        prlimit = shutil.which("prlimit")
+        if limit is not None and prlimit is not None:
+            argv = [prlimit, f"--as={limit * 1024 * 1024}", "--core=0", "--", *argv]
+        return argv
+
+    def _preexec(self) -> Any:
+        """Without prlimit, set the limits in the child before it runs the interpreter."""
+        limit = self.settings.memory_mb
+        if limit is None or shutil.which("prlimit") is not None:
+            return None
+        size = limit * 1024 * 1024
+
+        def limit_memory() -> None:  # runs in the child between fork and exec
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        return limit_memory
+
+    def _bwrap(self, argv: list[str]) -> list[str]:
+        exe = shutil.which("bwrap") or "bwrap"
+        wrapped = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--unshare-all", "--die-with-parent", "--new-session"]  # fmt: skip
+        folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
+        for folder in [*folders, self.scratch]:
+            resolved = folder.resolve()
+            if resolved.is_dir():
+                wrapped += ["--bind", str(resolved), str(resolved)]
+        return [*wrapped, "--chdir", str(self.workdir), "--", *argv]
+
+    def _env(self) -> dict[str, str]:
+        base = self.settings.env if self.settings.env is not None else os.environ
+        return code_environment(
+            base, self.settings.secrets, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8",
+            PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(self.scratch),
+        )  # fmt: skip
+
+
+# -- ending processes ----------------------------------------------------------------------------
+
+
+def _block_processes(leader: int) -> list[int]:
+    """The block's live processes: those in its session or process group, and every
+    descendant of its first process (also one that started a session of its own). Linux /proc;
+    elsewhere only the process group is known (``killpg``)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    parents: dict[int, int] = {}
+    found = set()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] in ("Z", "X"):
+                continue
+            pid = int(entry.name)
+            parents[pid] = int(fields[1])
+            if leader in (int(fields[2]), int(fields[3])):
+                found.add(pid)
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    queue = [leader] if leader in parents else []
+    while queue:
+        pid = queue.pop()
+        found.add(pid)
+        queue.extend(children.get(pid, ()))
+    found.discard(os.getpid())
+    return sorted(found)
+
+
+def _kill_session(leader: int) -> int:
+    """End every process of the block (``_block_processes``): SIGTERM, then SIGKILL. Returns
+    how many were running. A daemon that detached itself before this (double fork) escapes
+    outside the sandbox; under bwrap the PID namespace ends with the block."""
+    members = _block_processes(leader)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader, sig)
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + _KILL_GRACE
+        while time.monotonic() < deadline and _alive(members):
+            time.sleep(0.02)
+        if not _alive(members):
+            break
+    return len(members)
+
+
+def _alive(pids: Iterable[int]) -> bool:
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError):
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state not in ("Z", "X"):
+                return True
+    return False
+
+
+__all__ = [
+    "LANGUAGES", "Captured", "CodeRun", "CodeRunner", "CodeRunnerError", "Language",
+    "RunnerSettings",
+    "SandboxUnavailable", "clip_middle", "code_environment", "sandbox_problem",
+]  # fmt: skip
