@@ -1,11 +1,15 @@
 """Shared fixtures. Desktop tests run on ONE virtual X desktop for the whole session.
 
 - ``desktop``: the session's ``VirtualDesktop`` (1280x800, temporary HOME, D-Bus session with
-  the accessibility bus). It also points this process's DISPLAY/XAUTHORITY/D-Bus variables at
-  it, because pyautogui binds to ``$DISPLAY`` when first imported.
+  the accessibility bus; LibreOffice's start-up tips turned off in that HOME). It also points
+  this process's DISPLAY/XAUTHORITY/D-Bus variables at it, because pyautogui binds to
+  ``$DISPLAY`` when first imported.
 - ``x11``: an ``X11Backend`` bound to that desktop.
 - ``apps``: starts programs on the desktop and, after the test, ends every process the test
   started there (found by the desktop's marker), so no window leaks into the next test.
+  Session services that a program woke (the accessibility bus, dconf) are left running.
+- ``atspi_texts(desktop, app)``: an application's text elements with each character's box on
+  screen, from the accessibility tree (read in a separate process).
 - ``probe``: the Tk probe window (tests/apps/probe_tk.py), started and ready to be clicked.
 
 Every test that uses the desktop is marked ``desktop`` here (``pytest -m "not desktop"`` runs the
@@ -110,18 +114,25 @@ def _parent_map() -> dict[int, tuple[int, str]]:
     return table
 
 
+# Session services that programs wake on demand (D-Bus activation); several daemonise, so their
+# parent is init, not the bus. They serve every later test and must outlive the one that woke
+# them (this process's Atspi, for one, cannot reconnect to a new accessibility bus).
+_SESSION_SERVICES = frozenset(
+    {"dbus-daemon", "at-spi-bus-laun", "at-spi2-registr", "dconf-service", "gvfsd"}
+)
+
+
 def _session_services(pids: Sequence[int]) -> set[int]:
-    """Those of ``pids`` that D-Bus started (the accessibility bus and friends): they belong
-    to the session, not to the test that happened to wake them."""
+    """Those of ``pids`` that are session services or were started by one."""
     table = _parent_map()
     services = set()
     for pid in pids:
         current = pid
-        for _ in range(64):  # walk up the ancestors
+        for _ in range(64):  # the process, then its ancestors
             if current not in table:
                 break
             parent, comm = table[current]
-            if comm == "dbus-daemon":
+            if comm in _SESSION_SERVICES:
                 services.add(pid)
                 break
             current = parent

@@ -68,6 +68,10 @@ def _dotted(node: ast.expr) -> str:
     return f"{_dotted(node.value)}.{node.attr}"
 
 
+class _Break(Exception):
+    """A ``break`` statement reached while interpreting a loop body."""
+
+
 def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"})) -> Trace:
     """Walk ``code`` as the runner would run it, with ``have`` the programs on PATH."""
     tree = ast.parse(code)
@@ -85,7 +89,7 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
         if isinstance(node, ast.Name):
             assert node.id in variables, f"unknown name {node.id}"
             return variables[node.id]
-        if isinstance(node, ast.Attribute) and node.attr == "returncode":
+        if isinstance(node, ast.Attribute) and node.attr in ("returncode", "stdout"):
             return call(node.value)
         if isinstance(node, ast.Attribute) and _dotted(node) == "subprocess.DEVNULL":
             return "DEVNULL"
@@ -93,8 +97,9 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
             return call(node)
         if isinstance(node, ast.Compare):
             assert len(node.ops) == 1
-            assert isinstance(node.ops[0], ast.NotEq)
-            return value(node.left) != value(node.comparators[0])
+            assert isinstance(node.ops[0], (ast.NotEq, ast.Eq))
+            equal = value(node.left) == value(node.comparators[0])
+            return equal if isinstance(node.ops[0], ast.Eq) else not equal
         raise AssertionError(f"not a literal or an allowed expression: {ast.dump(node)}")
 
     def call(node: ast.expr) -> Any:
@@ -115,6 +120,8 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
             argv = args[0]
             if argv[:3] == ["xdotool", "type", "--"]:
                 trace.typed += argv[3]
+            elif argv[0] == "xclip" and "-o" in argv:
+                return trace.clipboard  # its stdout: what the clipboard holds
             elif argv[0] == "xclip":
                 trace.clipboard = kwargs["input"]
             return 0  # its returncode
@@ -154,6 +161,17 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
                 variables[target.id] = value(statement.value)
             elif isinstance(statement, ast.Pass):
                 continue
+            elif isinstance(statement, ast.Break):
+                raise _Break
+            elif isinstance(statement, ast.For):
+                assert _dotted(statement.iter.func) == "range"  # type: ignore[attr-defined]
+                (count,) = (value(arg) for arg in statement.iter.args)  # type: ignore[attr-defined]
+                assert not statement.orelse
+                for _ in range(count):
+                    try:
+                        run(statement.body)
+                    except _Break:
+                        break
             else:
                 raise AssertionError(f"unexpected statement: {ast.dump(statement)}")
 
@@ -172,7 +190,7 @@ def string_constants(code: str) -> set[str]:
 TEMPLATE_STRINGS = {
     "xdotool", "type", "--", "ctrl", "v", "xclip", "-selection", "clipboard", "utf-8", "win",
     "enter", "tab", "wmctrl", "-a", "-x", "search", "--onlyvisible", "--name", "--class",
-    "windowactivate", "xdg-open", "left", "middle", "right",
+    "windowactivate", "xdg-open", "left", "middle", "right", "-o",
 }  # fmt: skip
 
 
@@ -224,6 +242,11 @@ def test_typing_code_is_readable() -> None:
         "    if shutil.which('xclip'):\n"
         "        subprocess.run(['xclip', '-selection', 'clipboard'], input='<', encoding='utf-8', "
         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=10)\n"
+        "        for _ in range(100):\n"
+        "            if subprocess.run(['xclip', '-selection', 'clipboard', '-o'], "
+        "capture_output=True, encoding='utf-8', timeout=10).stdout == '<':\n"
+        "                break\n"
+        "            time.sleep(0.02)\n"
         "    else:\n"
         "        pyperclip.copy('<')\n"
         "    pyautogui.hotkey('ctrl', 'v')\n"
@@ -253,7 +276,7 @@ def test_mouse_and_key_operations() -> None:
         "try:",
         "    pyautogui.keyDown('ctrl')",
         "    pyautogui.keyDown('shift')",
-        "    pyautogui.click(300, 400, clicks=2, button='right')",
+        "    pyautogui.click(300, 400, clicks=2, interval=0.05, button='right')",
         "finally:",
         "    pyautogui.keyUp('shift')",
         "    pyautogui.keyUp('ctrl')",

@@ -282,8 +282,19 @@ def test_move_puts_the_pointer_there(x11: Any, desktop: VirtualDesktop) -> None:
             x11.move(target)
             pointer = display.screen().root.query_pointer()
             assert (pointer.root_x, pointer.root_y) == (target.x, target.y)
+            assert x11.pointer() == target
     finally:
         display.close()
+
+
+def test_points_off_the_screen_are_refused_not_clamped(x11: Any) -> None:
+    x11.move(Point(640, 400))
+    for bad in (Point(1280, 10), Point(10, 800), Point(-1, 5)):
+        with pytest.raises(ValueError, match="off the screen"):
+            x11.click(bad)
+        with pytest.raises(ValueError, match="off the screen"):
+            x11.drag(Point(640, 400), bad)
+    assert x11.pointer() == Point(640, 400)  # nothing moved
 
 
 def test_drag_presses_at_start_moves_and_releases_at_end(x11: Any, probe: Any) -> None:
@@ -393,6 +404,50 @@ def test_type_text_in_chunks(x11: Any, probe: Any, monkeypatch: pytest.MonkeyPat
     text = "chunked: é✓日本 <tag> 'q' \"dq\" $x"
     x11.type_text(text)
     probe.wait_for(lambda ev: any(e.get("text") == text for e in ev))
+
+
+def test_type_text_with_more_distinct_characters_than_spare_keycodes(
+    x11: Any, probe: Any, desktop: VirtualDesktop
+) -> None:
+    display = _xconnect(desktop)
+    try:
+        first = display.display.info.min_keycode
+        keymap = display.get_keyboard_mapping(first, display.display.info.max_keycode - first + 1)
+        spare = sum(1 for syms in keymap if not any(syms))
+    finally:
+        display.close()
+    # More distinct non-ASCII characters than the keyboard map has room for at once: bindings
+    # are reused, least recently used first, between chunks.
+    text = "".join(chr(0x4E00 + 7 * i) for i in range(spare + 25)) + " ÀÉÎÕÜ ñ ✓ €"
+    x11.click(probe.point("entry"))
+    x11.type_text(text)
+    probe.wait_for(lambda ev: any(e.get("text") == text for e in ev), timeout=20)
+
+
+def test_closing_a_backend_gives_its_keycodes_back(
+    x11: Any, desktop: VirtualDesktop, probe: Any
+) -> None:
+    from agent_s.desktop.x11 import X11Backend
+
+    def keymap() -> list[tuple[int, ...]]:
+        display = _xconnect(desktop)
+        try:
+            first = display.display.info.min_keycode
+            count = display.display.info.max_keycode - first + 1
+            return [tuple(syms) for syms in display.get_keyboard_mapping(first, count)]
+        finally:
+            display.close()
+
+    x11._keys.release()  # the session's backend may hold every spare keycode by now
+    before = keymap()
+    check_mark = 0x1000000 | ord("☑")
+    backend = X11Backend(desktop.display, env=desktop.env)
+    backend.click(probe.point("entry"))
+    backend.type_text("☑ ÷")
+    probe.wait_for(lambda ev: any(e.get("text") == "☑ ÷" for e in ev))
+    assert any(check_mark in syms for syms in keymap())
+    backend.close()
+    assert keymap() == before
 
 
 def _mousepad(apps: Any, path: Path) -> Any:
@@ -589,6 +644,54 @@ def test_no_display_gives_a_clear_error_not_a_key_error(display: str | None) -> 
     assert "KeyError" not in result.stdout + result.stderr
     message = result.stdout
     assert "DISPLAY" in message if display is None else env["DISPLAY"] in message
+
+
+_USE_AFTER_DEATH = textwrap.dedent(
+    """
+    import sys
+    from agent_s.desktop.ops import Point
+    from agent_s.desktop.x11 import X11Backend
+    from agent_s.errors import DisplayUnavailableError
+    backend = X11Backend()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    calls = {
+        "windows": backend.windows,
+        "capture": backend.capture,
+        "clipboard_get": backend.clipboard_get,
+        "hotkey": lambda: backend.hotkey(["a"]),
+        "type_text": lambda: backend.type_text("hi"),
+    }
+    for name, call in calls.items():
+        try:
+            call()
+            print(name, "no error")
+        except DisplayUnavailableError:
+            print(name, "DisplayUnavailableError")
+        except Exception as err:
+            print(name, type(err).__name__, err)
+    """
+)
+
+
+def test_a_display_that_goes_away_gives_display_unavailable(desktop: VirtualDesktop) -> None:
+    other = VirtualDesktop(320, 240, window_manager=False, accessibility=False).start()
+    # Not launched on that desktop (stopping it would end this process too): just pointed at it.
+    env = {k: v for k, v in other.env.items() if k != "AGENT_S_VIRTUAL_DESKTOP"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _USE_AFTER_DEATH], env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+    finally:
+        other.stop()
+    out, err = proc.communicate("go\n", timeout=60)
+    assert out.splitlines() == [
+        f"{name} DisplayUnavailableError"
+        for name in ("windows", "capture", "clipboard_get", "hotkey", "type_text")
+    ], out + err
 
 
 def test_one_process_drives_one_display(desktop: VirtualDesktop) -> None:

@@ -102,7 +102,9 @@ def _render_op(code: _Code, op: ops.Op) -> None:
         if not 1 <= int(op.clicks) <= 3:
             raise ValueError(f"clicks must be 1..3, got {op.clicks!r}")
         clicks, button = _int(op.clicks), _button(op.button)
-        click = f"pyautogui.click({_point(op.at)}, clicks={clicks}, button={button})"
+        # A pause between presses: an instant multi-click can lose its last press on X11.
+        interval = ", interval=0.05" if op.clicks > 1 else ""
+        click = f"pyautogui.click({_point(op.at)}, clicks={clicks}{interval}, button={button})"
         _holding(code, op.hold_keys, [click])
     elif isinstance(op, ops.Drag):
         _holding(
@@ -209,6 +211,15 @@ def _paste(code: _Code, run: str, indent: int) -> None:
         "subprocess",
         indent=indent + 1,
     )
+    # xclip returns before its server owns the clipboard: wait until the clipboard reads back.
+    code.add("for _ in range(100):", indent=indent + 1)
+    code.add(
+        "if subprocess.run(['xclip', '-selection', 'clipboard', '-o'], capture_output=True, "
+        f"encoding='utf-8', timeout=10).stdout == {_str(run)}:",
+        indent=indent + 2,
+    )
+    code.add("break", indent=indent + 3)
+    code.add("time.sleep(0.02)", "time", indent=indent + 2)
     code.add("else:", indent=indent)
     code.add(f"pyperclip.copy({_str(run)})", "pyperclip", indent=indent + 1)
     code.add("pyautogui.hotkey('ctrl', 'v')", "pyautogui", indent=indent)

@@ -4,6 +4,8 @@
   python3-xlib release that pyautogui depends on lacks it; a python-xlib that has it is used.
 - ``read_windows`` / ``request_active``: the EWMH window list and activation (a window manager
   that speaks EWMH must run, as openbox does).
+- ``WindowManagerSync``: wait until the window manager has caught up, so a click is not
+  overtaken by the keys typed after it.
 - ``KeyBinder``: keycodes of their own for the characters a text needs and the keyboard map
   lacks, so ``xdotool type`` never rebinds a key while an application still reads it.
 """
@@ -139,6 +141,60 @@ def request_active(x: Xlib.display.Display, window_id: int) -> None:
     x.flush()
 
 
+class WindowManagerSync:
+    """Waits until the window manager has handled every event that reached it before.
+
+    The window manager holds the pointer at each button press on a window (to focus and raise
+    it) until it has handled the press; key events meanwhile go straight to the application.
+    So when the window manager lags (it regrabs its shortcut keys after every keyboard map
+    change, for one), keys typed after a click can reach the application BEFORE the click.
+    ``wait()`` sends the window manager a request it answers in turn (an EWMH frame-extents
+    request for a window of our own) and waits for the answer. Without a window manager that
+    supports the request, it returns at once.
+    """
+
+    def __init__(self, x: Xlib.display.Display, timeout: float = 2.0) -> None:
+        self._x = x
+        self._timeout = timeout
+        self._window: Any = None
+        self._supported: bool | None = None
+
+    def _usable(self) -> bool:
+        if self._supported is None:
+            root = self._x.screen().root
+            wanted = self._x.intern_atom("_NET_REQUEST_FRAME_EXTENTS")
+            self._supported = bool(_cardinals(self._x, root, "_NET_SUPPORTING_WM_CHECK")) and (
+                wanted in _cardinals(self._x, root, "_NET_SUPPORTED")
+            )
+        return self._supported
+
+    def wait(self) -> bool:
+        """True once the window manager has answered; False without one (or on time-out)."""
+        if not self._usable():
+            return False
+        x = self._x
+        root = x.screen().root
+        if self._window is None:
+            self._window = root.create_window(-10, -10, 1, 1, 0, x.screen().root_depth)
+        extents = x.intern_atom("_NET_FRAME_EXTENTS")
+        self._window.delete_property(extents)
+        message = xevent.ClientMessage(
+            window=self._window,
+            client_type=x.intern_atom("_NET_REQUEST_FRAME_EXTENTS"),
+            data=(32, [0, 0, 0, 0, 0]),
+        )
+        mask = Xlib.X.SubstructureRedirectMask | Xlib.X.SubstructureNotifyMask
+        root.send_event(message, event_mask=mask)
+        x.flush()
+        deadline = time.monotonic() + self._timeout
+        while self._window.get_full_property(extents, Xlib.X.AnyPropertyType) is None:
+            if time.monotonic() > deadline:
+                self._supported = False  # it does not answer: stop asking
+                return False
+            time.sleep(0.001)
+        return True
+
+
 # -- keyboard map ---------------------------------------------------------------------------------
 
 
@@ -160,8 +216,9 @@ class KeyBinder:
     is free, after a pause that lets applications finish with it.
     """
 
-    def __init__(self, x: Xlib.display.Display) -> None:
+    def __init__(self, x: Xlib.display.Display, wm: WindowManagerSync) -> None:
         self._x = x
+        self._wm = wm
         self._bound: dict[str, int] = {}  # character -> keycode, least recently used first
 
     def _keymap(self) -> tuple[int, list[tuple[int, ...]]]:
@@ -188,22 +245,36 @@ class KeyBinder:
         if len(free) < len(missing) and reusable:
             time.sleep(0.2)
         owner = {code: char for char, code in self._bound.items()}
+        changes: dict[int, int] = {}
         # Should no keycode be left (a tiny keymap), xdotool binds the rest itself.
         for char, code in zip(missing, free + reusable, strict=False):
             self._bound.pop(owner.get(code, ""), None)
-            self._x.change_keyboard_mapping(code, [(char_keysym(char),) * len(keymap[0])])
             self._bound[char] = code
-        self._x.sync()
+            changes[code] = char_keysym(char)
+        self._write(first, keymap, changes)
 
     def release(self) -> None:
         """Give the bound keycodes back (unbound, as they were)."""
         if not self._bound:
             return
-        _, keymap = self._keymap()
-        for code in self._bound.values():
-            self._x.change_keyboard_mapping(code, [(0,) * len(keymap[0])])
+        first, keymap = self._keymap()
+        self._write(first, keymap, dict.fromkeys(self._bound.values(), 0))
         self._bound.clear()
+
+    def _write(self, first: int, keymap: list[tuple[int, ...]], changes: dict[int, int]) -> None:
+        """Rebind keycodes in ONE request: each change makes every client (the window
+        manager too, which then grabs its shortcut keys again) reread the keyboard map."""
+        if not changes:
+            return
+        low, high = min(changes), max(changes)
+        width = len(keymap[0])
+        rows = [
+            (changes[code],) * width if code in changes else keymap[code - first]
+            for code in range(low, high + 1)
+        ]
+        self._x.change_keyboard_mapping(low, rows)
         self._x.sync()
+        self._wm.wait()  # the window manager reloads its key grabs; let it finish first
 
 
 def chunks(line: str, size: int, budget: int) -> Iterator[str]:

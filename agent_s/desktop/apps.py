@@ -248,16 +248,14 @@ def find_apps(name: str, env: Mapping[str, str]) -> list[DesktopEntry]:
 
 def suggestions(name: str, env: Mapping[str, str], limit: int = 5) -> tuple[str, ...]:
     """Application names close to ``name`` (for an error message the model can act on)."""
-    names: dict[str, str] = {}
     entries = [e for e in desktop_entries(env) if not e.no_display]
     # What an entry is called wins over what another entry runs ("mousepad --preferences").
-    for labels in ((e, (e.name, e.generic_name)) for e in entries):
-        for label in labels[1]:
-            if label:
-                names.setdefault(label.casefold(), labels[0].name)
-    for entry in entries:
-        if entry.executable:
-            names.setdefault(entry.executable.casefold(), entry.name)
+    labelled = [(label, e) for e in entries for label in (e.name, e.generic_name)]
+    labelled += [(e.executable, e) for e in entries]
+    names: dict[str, str] = {}
+    for label, entry in labelled:
+        if label:
+            names.setdefault(label.casefold(), entry.name)
     close = difflib.get_close_matches(name.strip().casefold(), list(names), n=limit * 2, cutoff=0.5)
     result: list[str] = []
     for label in close:

@@ -11,6 +11,17 @@ process drives one display; to drive several, use one process each.
 
 Every key and mouse button this backend presses is released before the call returns, also when
 the call fails half-way. Subprocesses take argv lists; text goes on stdin, never in a shell.
+
+Ordering: a click returns only once the window manager has let it through to the application
+(``_xproto.WindowManagerSync``), so keys typed next cannot overtake it; characters missing from
+the keyboard map get keycodes of their own before a text is typed (``_xproto.KeyBinder``); the
+clipboard is set only once it serves the new text. Each guards against a race seen on Xvfb
+with openbox.
+
+pyautogui's fail-safe stays on, as a person's emergency stop: while the pointer sits exactly in
+a screen corner, every pyautogui call raises ``pyautogui.FailSafeException`` (held keys and
+buttons are released first). Points off every monitor raise ``ValueError`` instead of being
+clamped to an edge, as pyautogui would.
 """
 
 from __future__ import annotations
@@ -44,10 +55,11 @@ from agent_s.errors import (
 from agent_s.keys import x_keysym
 
 PAUSE = 0.02  # pyautogui's pause after each call: short, but lets apps see separate events
-TYPE_DELAY_MS = 4  # between typed characters
+TYPE_DELAY_MS = 4  # between typed characters (keycodes are bound beforehand, see type_text)
 TYPE_CHUNK = 200  # characters per ``xdotool type`` call, so each call has a bounded duration
 DRAG_STEP_PX = 25  # a drag moves in steps of about this many pixels, so apps see motion
 ACTIVATE_TIMEOUT = 3.0
+CLIPBOARD_TIMEOUT = 2.0
 CLICK_INTERVAL = 0.03  # between the clicks of a double or triple click
 # After a hotkey: shortcuts move focus, open boxes and menus, and an application may handle
 # that after the next keys have already arrived (Calc's ctrl+shift+F5 to its Name Box does).
@@ -153,7 +165,9 @@ class X11Backend:
         self._x = _connect(name, xauthority)
         self._gui = _bind_pyautogui(name, xauthority)
         self._mss: Any = None
-        self._keys = _xproto.KeyBinder(self._x)
+        self._wm = _xproto.WindowManagerSync(self._x)
+        self._keys = _xproto.KeyBinder(self._x, self._wm)
+        self._gone = False  # the X server went away: every later call fails at once
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -174,18 +188,32 @@ class X11Backend:
 
     @contextlib.contextmanager
     def _x_errors(self) -> Iterator[None]:
-        """Turn a lost X connection into ``DisplayUnavailableError``."""
+        """Turn a lost X server into ``DisplayUnavailableError``, now and on every later call.
+
+        python-xlib reports a broken connection in several ways (even a ``TypeError`` from
+        its own error handling) and can block for ever on the next request, so once the
+        server is found gone this backend refuses further calls instead of trying again.
+        """
+        if self._gone:
+            raise DisplayUnavailableError(f"the X display {self.display} went away")
         try:
             yield
-        except (Xlib.error.ConnectionClosedError, ConnectionError) as err:
-            raise DisplayUnavailableError(f"the X display {self.display} went away: {err}") from err
+        except (DisplayUnavailableError, ActionExecutionError, ValueError):
+            raise
+        except Exception as err:
+            if self._server_gone():
+                raise DisplayUnavailableError(
+                    f"the X display {self.display} went away: {type(err).__name__}: {err}"
+                ) from err
+            raise
 
-    def _alive(self) -> bool:
+    def _server_gone(self) -> bool:
+        """Whether the X server has stopped answering (asked on a fresh connection)."""
         try:
-            self._x.get_input_focus()
-        except Exception:  # any failure to get a reply means the connection is unusable
-            return False
-        return True
+            _connect(self.display, self.env.get("XAUTHORITY")).close()
+        except DisplayUnavailableError:
+            self._gone = True
+        return self._gone
 
     # -- pixels ---------------------------------------------------------------------------------
 
@@ -221,7 +249,8 @@ class X11Backend:
             m = monitors[monitor]
             left, top, width, height = m.x, m.y, m.width, m.height
         region = {"left": left, "top": top, "width": width, "height": height}
-        shot = self._screen_grabber().grab(region)
+        with self._x_errors():
+            shot = self._screen_grabber().grab(region)
         image = Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
         return Screenshot(image=image, origin=Point(left, top), scale=1.0)
 
@@ -255,6 +284,7 @@ class X11Backend:
         held = _keysyms(hold_keys)
         with self._x_errors(), self._holding(held), self._buttons_released():
             self._gui.click(at.x, at.y, clicks=clicks, interval=CLICK_INTERVAL, button=button)
+            self._wm.wait()  # the click reached the application before what comes next
 
     def drag(
         self, start: Point, end: Point, button: Button = "left", hold_keys: Sequence[str] = ()
@@ -275,6 +305,7 @@ class X11Backend:
                 time.sleep(0.01)
             time.sleep(0.05)  # let the app handle the last motion before the release
             self._gui.mouseUp(end.x, end.y, button=button)
+            self._wm.wait()
 
     def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None:
         """``clicks`` wheel notches at ``at``: positive is up, or right when ``horizontal``."""
@@ -374,7 +405,7 @@ class X11Backend:
         except subprocess.TimeoutExpired as err:
             raise ActionExecutionError(f"{argv[0]} {argv[1]} took over {timeout:.0f} s") from err
         if result.returncode != 0:
-            if not self._alive():
+            if self._server_gone():
                 raise DisplayUnavailableError(f"the X display {self.display} went away")
             detail = (
                 result.stderr.decode("utf-8", "replace").strip() or f"status {result.returncode}"
@@ -393,7 +424,7 @@ class X11Backend:
             )  # fmt: skip
             if result.returncode == 0:
                 return result.stdout.decode("utf-8", "replace")
-        if not self._alive():
+        if self._server_gone():
             raise DisplayUnavailableError(f"the X display {self.display} went away")
         return ""
 
@@ -407,11 +438,18 @@ class X11Backend:
             stderr=subprocess.DEVNULL, timeout=10, check=False,
         )  # fmt: skip
         if result.returncode != 0:
-            if not self._alive():
+            if self._server_gone():
                 raise DisplayUnavailableError(f"the X display {self.display} went away")
             raise ActionExecutionError(
                 f"xclip could not set the clipboard (status {result.returncode})"
             )
+        # xclip claims the selection in a request its background child sends a moment after
+        # the parent exits; a paste in that moment would get the previous owner's text.
+        deadline = time.monotonic() + CLIPBOARD_TIMEOUT
+        while self.clipboard_get() != text:
+            if time.monotonic() > deadline:
+                raise ActionExecutionError("the clipboard did not take the new text")
+            time.sleep(0.01)
 
     # -- windows --------------------------------------------------------------------------------
 
@@ -489,11 +527,11 @@ class X11Backend:
         if target.startswith("~") and home:
             path = Path(home) / target[1:].lstrip("/")  # the desktop's HOME, not ours
         if _is_url(target) or path.exists():
-            opener = "xdg-open" if shutil.which("xdg-open", path=self.env.get("PATH")) else None
-            argv = [opener, str(path) if path.exists() else target] if opener else None
-            if argv is None:
-                argv = ["gio", "open", str(path) if path.exists() else target]
-            self._spawn(argv, cwd=None)
+            where = target if _is_url(target) else str(path.resolve())
+            if shutil.which("xdg-open", path=self.env.get("PATH", os.defpath)):
+                self._spawn(["xdg-open", where], cwd=None)
+            else:
+                self._spawn(["gio", "open", where], cwd=None)
             return
         launch = apps.resolve_app(target, self.env)
         self._spawn(launch.argv, cwd=launch.cwd)

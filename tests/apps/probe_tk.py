@@ -10,10 +10,13 @@ modifier was held or which way a wheel turned; this one can. Each line of LOG is
   every move or resize, so the newest one is current.
 - ``press`` / ``release``: ``button`` (1-3), ``x``/``y`` (root), ``count`` (1 for a single
   click, 2 for the second press of a double click, ...), ``mods`` (held modifiers).
-- ``scroll``: ``direction`` ("up", "down", "left", "right"), ``button`` (4-7), ``x``/``y``.
+- ``scroll``: ``direction`` ("up", "down", "left", "right"), ``button``, ``x``/``y``. Tk 8.6
+  reports the horizontal wheel buttons 6/7 as Shift-Button-4/5, so Shift with 4/5 is "left" /
+  "right"; a test tells that from a real Shift+wheel by the absence of Shift key events.
 - ``drag``: motion with a button held (``x``/``y`` root, ``buttons``).
 - ``key`` / ``keyup``: ``keysym``, ``char``, ``mods``.
-- ``entry``: the Entry's whole text, after every change.
+- ``entry``: the Entry's whole text, after every change; ``entry_press`` / ``entry_focus``:
+  a button press on it, and it getting the keyboard focus.
 
 Only the standard library: it runs with any ``python3`` that has tkinter.
 """
@@ -55,6 +58,9 @@ class Probe:
         self.canvas.bind("<ButtonRelease>", self._on_release)
         self.canvas.bind("<Motion>", self._on_motion)
         self.canvas.bind("<MouseWheel>", self._on_wheel)
+        # The entry's own clicks and focus, so a test can tell a lost click from a lost key.
+        self.entry.bind("<ButtonPress>", self._on_entry_event, add="+")
+        self.entry.bind("<FocusIn>", self._on_entry_event, add="+")
         root.bind_all("<KeyPress>", self._on_key)
         root.bind_all("<KeyRelease>", self._on_key)
         root.bind("<Configure>", self._on_configure)
@@ -92,9 +98,6 @@ class Probe:
         if button in _SCROLL:
             direction = _SCROLL[button]
             if button in (4, 5) and int(event.state) & _MOD_BITS["shift"]:
-                # Tk 8.6 turns the horizontal wheel buttons 6/7 into Shift-Button-4/5, as it
-                # does a real Shift+wheel; a test tells them apart by the absence of Shift
-                # key events.
                 direction = "left" if button == 4 else "right"
             self.write({"type": "scroll", "button": button, "direction": direction,
                         "x": event.x_root, "y": event.y_root})  # fmt: skip
@@ -114,6 +117,10 @@ class Probe:
         self.write({"type": "press", "button": button, "x": event.x_root, "y": event.y_root,
                     "count": self.count, "mods": self._mods(int(event.state))})  # fmt: skip
 
+    def _on_entry_event(self, event: tk.Event) -> None:
+        kind = "entry_press" if str(event.type) in ("ButtonPress", "4") else "entry_focus"
+        self.write({"type": kind, "x": event.x_root, "y": event.y_root})
+
     def _on_release(self, event: tk.Event) -> None:
         button = int(event.num)
         if button in _SCROLL:
@@ -129,7 +136,7 @@ class Probe:
                         "buttons": buttons})  # fmt: skip
 
     def _on_wheel(self, event: tk.Event) -> None:
-        # Tk 8.7+ reports wheels as MouseWheel (Shift for horizontal); 8.6 as buttons 4-7.
+        # Tk 8.7+ reports wheels as MouseWheel (Shift for horizontal); 8.6 as buttons 4/5.
         horizontal = bool(int(event.state) & 0x1)
         if horizontal:
             direction = "left" if event.delta > 0 else "right"
