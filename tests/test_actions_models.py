@@ -162,7 +162,7 @@ def test_terminal_and_sentinels() -> None:
     assert not DoneAction().is_desktop
     assert not SaveToKnowledgeAction(text=["n"]).is_desktop
     code = ClickAction(element_description="x", num_clicks=2).to_pyautogui([P])
-    assert "pyautogui.click(10, 20, clicks=2, button='left')" in code
+    assert "pyautogui.click(10, 20, clicks=2, interval=0.05, button='left')" in code
     with pytest.raises(ValueError, match="1 point"):
         ClickAction(element_description="x").to_pyautogui()
     assert WaitAction(seconds=2).to_pyautogui() == "import time\ntime.sleep(2.0)"
