@@ -18,6 +18,11 @@ made once per action (nothing is executed or grounded to validate it). A reply t
 valid action goes back to the model with the parse error, at most ``max_invalid_replies`` times;
 then the run ends as ``failed`` (cause ``invalid_replies``). A target grounding cannot find is an
 observation for the model, not an error of the run.
+
+With ``--ground native`` the worker prompt tells the model the size of the screenshot it is sent
+and asks for each element's centre pixel after its description; the point is mapped through the
+very ``EncodedImage`` sent (``agent_s.grounding.native``). With the ``a11y_snapshot`` setting,
+each request also lists the active window's named elements from the accessibility tree.
 """
 
 from __future__ import annotations
@@ -60,22 +65,28 @@ from agent_s.errors import (
     DisplayUnavailableError,
 )
 from agent_s.grounding import (
+    AccessibilityGrounder,
     Grounder,
     GroundingError,
+    GroundingResult,
+    NativeGrounder,
     NotFound,
     Observation,
     OcrGrounder,
     build_grounder,
+    native_result,
 )
+from agent_s.grounding.accessibility import window_outline
 from agent_s.images import EncodedImage, encode_screenshot
 from agent_s.models.errors import BudgetExceeded, ModelError, OutputTruncated, Refused
 from agent_s.models.factory import build_provider
 from agent_s.models.profiles import ProfileRegistry
 from agent_s.models.retry import RetryPolicy
-from agent_s.models.types import Message, ModelRequest, Usage
+from agent_s.models.types import Message, ModelRequest, TextPart, Usage
 from agent_s.models.usage import Budget, MeteredProvider, UsageMeter
 from agent_s.prompting import (
     Platform,
+    accessibility_snapshot,
     detect_platform,
     reflection_system_prompt,
     worker_system_prompt,
@@ -176,6 +187,7 @@ class Agent:
         self._secrets = [model.api_key, self.grounding.api_key]
         self._ocr = OcrGrounder()
         self._grounder = grounder or self._build_grounder(retry)
+        self._own_a11y: AccessibilityGrounder | None = None  # when the grounder has none
         self._gate = SafetyGate(self.settings.safety, approver)
         code = self.settings.code
         if code.enabled and code.sandbox == "bwrap" and (problem := sandbox_problem()):
@@ -238,6 +250,7 @@ class Agent:
         self._notes: list[str] = []
         self._writer: TrajectoryWriter | None = None
         self._system: tuple[Platform, str] | None = None
+        self._native_frame: tuple[int, int] | None = None  # the image size the prompt states
         self._code_offered = False  # call_code_agent is in the catalogue (set with the prompt)
         self._timings = Timings()
         self._gate.reset()
@@ -296,11 +309,11 @@ class Agent:
         window = observation.active_window
         draft.active_window = f"{window.app}: {window.title}" if window else None
         times["observe"] = time.perf_counter() - mark
-        platform, system = self._prompts(observation, execute)
 
         mark = time.perf_counter()
         sent = encode_screenshot(image, self._profile.image_spec)
         times["encode"] = time.perf_counter() - mark
+        platform, system = self._prompts(observation, execute, sent)
         if self._writer is not None:
             name = f"step_{draft.step:03d}{_EXTENSIONS[sent.media_type]}"
             draft.screenshot = self._writer.write_image(name, sent.data)
@@ -313,16 +326,21 @@ class Agent:
             max_steps=self.settings.max_steps,
         )  # fmt: skip
         times["build"] = time.perf_counter() - mark
+        a11y = None
+        if self.settings.a11y_snapshot:
+            snapshot, a11y = self._accessibility(draft, observation)
+            if snapshot is not None:
+                messages = _before_last_part(messages, snapshot)
         size = measure(messages)
         draft.request = {
             "messages": size.messages, "images": size.images, "text_chars": size.text_chars,
             "image_bytes": size.image_bytes, "sent_size": [sent.width, sent.height],
-            "reflection": reflection is not None,
+            "reflection": reflection is not None, "a11y": a11y,
         }  # fmt: skip
 
         action, reply = self._generate(draft, messages)
         draft.action, draft.reply = action, reply
-        points = self._ground(draft, action, observation)
+        points = self._ground(draft, action, observation, sent)
         outcome, executed = self._act(draft, action, points, execute, observation)
 
         groundings = tuple(
@@ -347,10 +365,14 @@ class Agent:
         shot = backend.capture()
         return Observation(shot, tuple(backend.windows()), backend.geometry())
 
-    def _prompts(self, observation: Observation, execute: bool) -> tuple[Platform, str]:
+    def _prompts(
+        self, observation: Observation, execute: bool, sent: EncodedImage
+    ) -> tuple[Platform, str]:
         """The platform and system prompt, fixed for a task at its first observation; the
-        code agent is offered when it is on and this agent executes the actions."""
-        if self._system is None:
+        code agent is offered when it is on and this agent executes the actions. With native
+        grounding the prompt states the size of the image sent, and is rebuilt if that changes."""
+        native = (sent.width, sent.height) if isinstance(self._grounder, NativeGrounder) else None
+        if self._system is None or native != self._native_frame:
             geometry = observation.geometry
             if geometry is not None:
                 _, _, width, height = geometry.bounds
@@ -364,8 +386,31 @@ class Agent:
             exclude = () if self.settings.code.enabled and execute else CODE_AGENT
             self._code_offered = not exclude
             catalogue = action_catalogue(exclude=exclude)
-            self._system = (platform, worker_system_prompt(platform, catalogue=catalogue))
+            prompt = worker_system_prompt(platform, catalogue=catalogue, native_image=native)
+            self._system, self._native_frame = (platform, prompt), native
         return self._system
+
+    def _accessibility(self, draft: StepDraft, observation: Observation) -> tuple[str | None, str]:
+        """The active window's named elements as request text (None when there are none or the
+        tree is unavailable), and a note for the trajectory. The walk is the a11y grounder's,
+        cached per observation, so grounding this step does not walk the tree again."""
+        parts = getattr(self._grounder, "grounders", (self._grounder,))
+        a11y = next((p for p in parts if isinstance(p, AccessibilityGrounder)), self._own_a11y)
+        if a11y is None:
+            a11y = self._own_a11y = AccessibilityGrounder()
+        start = time.perf_counter()
+        try:
+            elements = a11y.snapshot(observation)
+        except GroundingError as err:  # GrounderUnavailable: no bus, no bindings, no apps
+            return None, f"unavailable: {err}"[:300]
+        finally:
+            draft.timings["a11y"] = time.perf_counter() - start
+        lines, total = window_outline(elements, observation)
+        window = observation.active_window
+        if window is None or not lines:
+            return None, "no named elements in the active window"
+        text = accessibility_snapshot(f"{window.app}: {window.title}", lines, total)
+        return text, f"{len(lines)} of {total} elements"
 
     def _call(self, draft: StepDraft, messages: Sequence[Message], purpose: str) -> Any:
         """One model call; its retries (if any) are noted on the step."""
@@ -440,10 +485,11 @@ class Agent:
         )  # fmt: skip
 
     def _ground(
-        self, draft: StepDraft, action: ActionModel, observation: Observation
+        self, draft: StepDraft, action: ActionModel, observation: Observation, sent: EncodedImage
     ) -> list[Point] | None:
         """One grounding call per target (a text span: one OCR call for both ends); None when
-        a target was not found (the reason is in ``draft.errors`` for the model)."""
+        a target was not found (the reason is in ``draft.errors`` for the model). Native
+        coordinates are read over ``sent``, the very image the model saw."""
         targets = action.targets()
         if not targets:
             return []
@@ -460,7 +506,7 @@ class Agent:
                     points.append(at)
             else:
                 for target in targets:
-                    result = self._grounder.ground(target.text, observation)
+                    result = self._ground_one(target.text, observation, sent)
                     draft.grounding.append(GroundingEntry.of(target.kind, result))
                     points.append(result.point)
         except GroundingError as err:
@@ -474,6 +520,15 @@ class Agent:
         finally:
             draft.timings["grounding"] = time.perf_counter() - start
         return points
+
+    def _ground_one(
+        self, text: str, observation: Observation, sent: EncodedImage
+    ) -> GroundingResult:
+        grounder = self._grounder
+        if isinstance(grounder, NativeGrounder):
+            return native_result(text, text, sent=sent, observation=observation,
+                                 convention=grounder.convention)  # fmt: skip
+        return grounder.ground(text, observation)
 
     def _act(
         self,
@@ -658,6 +713,13 @@ def _grounding_models(grounder: Grounder) -> list[MeteredProvider]:
     parts = getattr(grounder, "grounders", (grounder,))
     found = [getattr(p, "provider", None) for p in parts]
     return [p for p in found if isinstance(p, MeteredProvider)]
+
+
+def _before_last_part(messages: Sequence[Message], text: str) -> tuple[Message, ...]:
+    """``messages`` with ``text`` added to the last message, before its closing instruction."""
+    last = messages[-1]
+    parts = (*last.parts[:-1], TextPart(text), last.parts[-1])
+    return (*messages[:-1], replace(last, parts=parts))
 
 
 def _not_found_feedback(expression: str, err: GroundingError) -> str:

@@ -489,6 +489,9 @@ class AgentConfig:
     retry_attempts: int = 4  # HTTP attempts per model call (the retry layer)
     context: ContextPolicy = field(default_factory=ContextPolicy)
     desktop_name: str = ""  # the desktop environment, for prompt hints ("gnome", "openbox")
+    # list the active window's named elements (role, name) in each worker request, when the
+    # accessibility tree is available; off by default (it costs tokens and an AT-SPI walk)
+    a11y_snapshot: bool = False
     safety: SafetyConfig = field(default_factory=lambda: SafetyConfig())  # the SDK: "auto"
     code: CodeAgentConfig = field(default_factory=lambda: CodeAgentConfig())
 
@@ -526,9 +529,11 @@ class AgentConfig:
             number = _number(env, name, kind)
             if number is not None:
                 values[key] = number
-        reflection = _flag(env, "AGENT_S_REFLECTION")
-        if reflection is not None:
-            values["reflection"] = reflection
+        for name, key in (("AGENT_S_REFLECTION", "reflection"),
+                          ("AGENT_S_A11Y_SNAPSHOT", "a11y_snapshot")):  # fmt: skip
+            flag = _flag(env, name)
+            if flag is not None:
+                values[key] = flag
         if env.get("AGENT_S_RECORD_DIR"):
             values["record_dir"] = Path(env["AGENT_S_RECORD_DIR"]).expanduser()
         desktop = env.get("XDG_CURRENT_DESKTOP") or env.get("DESKTOP_SESSION") or ""

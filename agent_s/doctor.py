@@ -2,17 +2,27 @@
 
 Each check returns a ``Check``; a failed check says exactly what to install or set. The checks
 run against the current display, or against a fresh virtual desktop (``virtual=True``).
+
+``provider_checks`` asks each configured model (the generation model, and the grounding model
+when one is set) for one output token through the provider layer, with a short timeout and no
+retries, and names what is wrong: nothing configured (which flag or variable to set), a missing
+key (which variable), a rejected key, an unreachable URL, or a refused request (the model name).
+The settings come from the same flags and variables ``agent-s run`` reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from agent_s.models.endpoints import ProviderSettings
 
 Status = Literal["ok", "fail", "warn"]
 
@@ -37,8 +47,14 @@ class DoctorReport:
         return all(c.status != "fail" for c in self.checks)
 
 
-def run_checks(*, virtual: bool = False, size: tuple[int, int] = (1280, 800)) -> DoctorReport:
-    """Run every check, on the current display or inside a fresh virtual desktop."""
+def run_checks(
+    *,
+    virtual: bool = False,
+    size: tuple[int, int] = (1280, 800),
+    providers: Callable[[], list[Check]] | None = None,
+) -> DoctorReport:
+    """Run every check, on the current display or inside a fresh virtual desktop; then
+    ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given."""
     with _display(virtual, size) as display:
         checks = [_tools()]
         if display is None:
@@ -55,7 +71,9 @@ def run_checks(*, virtual: bool = False, size: tuple[int, int] = (1280, 800)) ->
             checks.extend(_desktop_checks(display))
         checks.append(_tesseract())
         checks.append(_accessibility(display))
-        return DoctorReport(tuple(checks), display or "")
+    if providers is not None:
+        checks.extend(providers())
+    return DoctorReport(tuple(checks), display or "")
 
 
 @contextmanager
@@ -188,3 +206,136 @@ def _accessibility(display: str | None) -> Check:
     desktop = Atspi.get_desktop(0)
     count = desktop.get_child_count() if desktop is not None else 0
     return Check("accessibility", "ok", f"AT-SPI bus reachable, {count} application(s) exposed")
+
+
+# -- model providers ---------------------------------------------------------------------------
+
+PROBE_TIMEOUT_S = 10.0
+_PROBE_PROMPT = "Reply with the single word OK."
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model flags of ``agent-s doctor`` / ``agent-s run`` (None: not given)."""
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    ground: str | None = None
+    ground_url: str | None = None
+    ground_model: str | None = None
+
+
+def provider_checks(
+    options: ModelOptions,
+    environ: Mapping[str, str],
+    *,
+    timeout_s: float = PROBE_TIMEOUT_S,
+) -> list[Check]:
+    """One check per configured model: the generation model ("model"), and the grounding
+    model ("grounding model") when one is set. ``environ`` is read here, as ``agent-s run``
+    reads it (flags first, then ``AGENT_S_*``, then the provider's key variable)."""
+    from agent_s.config import ConfigError, GroundingConfig, ModelConfig
+
+    checks: list[Check] = []
+    if not (options.model or environ.get("AGENT_S_MODEL")):
+        checks.append(Check(
+            "model", "warn", "no model configured: agent-s run cannot start",
+            "pass --model NAME and --provider, or set AGENT_S_MODEL and AGENT_S_PROVIDER "
+            "(the key: --api-key, or OPENAI_API_KEY / ANTHROPIC_API_KEY)",
+        ))  # fmt: skip
+    else:
+        try:
+            config = ModelConfig.from_env(
+                provider=options.provider, model=options.model, base_url=options.base_url,
+                api_key=options.api_key, environ=environ,
+            )  # fmt: skip
+        except ConfigError as err:
+            checks.append(Check("model", "fail", str(err)))
+        else:
+            checks.append(probe_provider("model", config.settings(), timeout_s=timeout_s))
+    try:
+        grounding = GroundingConfig.from_env(
+            mode=options.ground, url=options.ground_url, model=options.ground_model,
+            environ=environ,
+        )  # fmt: skip
+    except ConfigError as err:
+        checks.append(Check("grounding model", "fail", str(err)))
+        return checks
+    settings = grounding.settings()
+    if settings is not None:
+        checks.append(probe_provider("grounding model", settings, timeout_s=timeout_s,
+                                     url_setting="--ground-url / AGENT_S_GROUND_URL"))  # fmt: skip
+    return checks
+
+
+def probe_provider(
+    name: str,
+    settings: ProviderSettings,
+    *,
+    timeout_s: float = PROBE_TIMEOUT_S,
+    url_setting: str = "--base-url / AGENT_S_BASE_URL",
+) -> Check:
+    """Ask the model for one token (one attempt, ``timeout_s``) and say what happened;
+    ``url_setting`` names where its URL is set, for the fix of an unreachable server."""
+    from agent_s.models.errors import (
+        AuthenticationError,
+        BadRequest,
+        ModelError,
+        OutputTruncated,
+        ProviderUnavailable,
+        RateLimited,
+        Refused,
+        Timeout,
+    )
+    from agent_s.models.factory import build_adapter
+    from agent_s.models.profiles import ProfileRegistry
+    from agent_s.models.types import Message, ModelRequest
+
+    settings = dataclasses.replace(settings, timeout_s=min(settings.timeout_s, timeout_s))
+    url = settings.endpoint.base_url
+    label = f"{settings.model} at {url}"
+    profile = ProfileRegistry().resolve(settings.model, settings.api)
+    try:
+        adapter = build_adapter(settings, profile)
+    except AuthenticationError as err:
+        return Check(name, "fail", f"API key missing for {label}: {err.key_source} is not set",
+                     f"set {err.key_source}, or pass --api-key")  # fmt: skip
+    request = ModelRequest(
+        (Message.text("user", _PROBE_PROMPT),), max_output_tokens=1,
+        metadata={"purpose": "doctor"},
+    )  # fmt: skip
+    start = time.perf_counter()
+    try:
+        adapter.complete(request)
+    except AuthenticationError as err:
+        source = err.key_source or settings.key_source
+        return Check(name, "fail", f"{label} rejected the API key from {source} "
+                     f"({err.status or 'no status'}): {err}",
+                     f"check the key in {source}")  # fmt: skip
+    except (ProviderUnavailable, Timeout) as err:
+        status = getattr(err, "status", None)
+        if status is not None:
+            return Check(name, "fail", f"{url} answered with a server error ({status}): {err}",
+                         "try again later, or check the server's logs")  # fmt: skip
+        if isinstance(err, Timeout):
+            detail = f"no reply from {url} within {settings.timeout_s:g} s"
+        else:
+            cause = type(err.__cause__).__name__ if err.__cause__ is not None else "no connection"
+            detail = f"cannot reach {url} ({cause})"
+        return Check(name, "fail", detail, f"check {url_setting}, the network, and that the "
+                     "server runs")  # fmt: skip
+    except RateLimited as err:
+        return Check(name, "warn", f"{label} accepted the key but is rate limiting: {err}",
+                     "wait, or check the account's limits")  # fmt: skip
+    except (OutputTruncated, Refused):
+        pass  # it answered: reachable, and the key works
+    except BadRequest as err:
+        return Check(name, "fail", f"{label} refused the request ({err.status}): {err}",
+                     "check the model name (--model / AGENT_S_MODEL) and the provider")  # fmt: skip
+    except ModelError as err:
+        return Check(name, "fail", f"{label}: {type(err).__name__}: {err}")
+    ms = (time.perf_counter() - start) * 1000
+    key = f"key from {settings.key_source}" if settings.api_key else "no key needed"
+    return Check(name, "ok", f"{label} answered in {ms:.0f} ms ({key})")

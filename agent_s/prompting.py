@@ -211,10 +211,18 @@ def render(role: str, section: str, /, **values: str | int) -> str:
 # -- complete prompts, one function per role ---------------------------------------------------
 
 
-def worker_system_prompt(platform: Platform, *, catalogue: str | None = None) -> str:
+def worker_system_prompt(
+    platform: Platform,
+    *,
+    catalogue: str | None = None,
+    native_image: tuple[int, int] | None = None,
+) -> str:
     """The GUI worker's system prompt: platform hints, the action catalogue, how to reply.
 
-    ``catalogue`` defaults to the one generated from the action definitions.
+    ``catalogue`` defaults to the one generated from the action definitions. ``native_image``
+    (width, height of the screenshot as sent) switches to native grounding: the model writes
+    each element's centre pixel in that image after its description (``grounding.native``),
+    instead of describing elements for a grounder (``grounding.described``).
     """
     if catalogue is None:
         from agent_s.actions.catalogue import action_catalogue
@@ -227,13 +235,31 @@ def worker_system_prompt(platform: Platform, *, catalogue: str | None = None) ->
         hints.append(template.render(f"desktop.{platform.desktop}"))
     if platform.monitors > 1:
         hints.append(template.render("multi_monitor", monitors=platform.monitors))
+    if native_image is None:
+        grounding = template.render("grounding.described")
+    else:
+        width, height = native_image
+        if width < 1 or height < 1:
+            raise ValueError(f"the image size must be positive, not {width}x{height}")
+        grounding = template.render("grounding.native", width=width, height=height)
     return template.render(
         "system",
         platform_summary=platform.summary(),
         platform_hints="\n".join(hints),
+        grounding=grounding,
         action_catalogue=catalogue.strip(),
         primary_modifier=modifier,
     )
+
+
+def accessibility_snapshot(window: str, lines: Sequence[str], total: int) -> str:
+    """The active window's named elements for a worker request (``lines`` already bounded)."""
+    if not lines:
+        raise ValueError("an accessibility snapshot needs at least one element")
+    return render(
+        "worker", "accessibility", window=window, elements="\n".join(lines), shown=len(lines),
+        total=max(total, len(lines)),
+    )  # fmt: skip
 
 
 def reflection_system_prompt(platform: Platform) -> str:

@@ -7,6 +7,7 @@ results; ``NO_COLOR`` is honoured by rich. Exit codes: 0 ok, 1 a check or task f
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
 from typing import Annotated
 
@@ -51,11 +52,37 @@ def doctor(
         bool, typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="openai | anthropic | openai-compatible | openai-responses [env AGENT_S_PROVIDER]"
+        ),
+    ] = None,  # fmt: skip
+    model: Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="API base URL [env AGENT_S_BASE_URL].")
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="API key (default: the provider's usual variable).")
+    ] = None,
+    ground: Annotated[
+        str | None, typer.Option(help="auto | ocr | a11y | model | native [env AGENT_S_GROUND].")
+    ] = None,
+    ground_url: Annotated[str | None, typer.Option(help="Grounding model base URL.")] = None,
+    ground_model: Annotated[str | None, typer.Option(help="Grounding model name.")] = None,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds each model check may take.")
+    ] = 10.0,
 ) -> None:
-    """Check that this machine can see and act on a desktop: one line per check."""
-    from agent_s.doctor import run_checks
+    """Check that this machine can see and act on a desktop, and that each configured model
+    answers with its key: one line per check."""
+    from agent_s.doctor import ModelOptions, provider_checks, run_checks
 
-    report = run_checks(virtual=virtual)
+    options = ModelOptions(provider, model, base_url, api_key, ground, ground_url, ground_model)
+    environ = dict(os.environ)
+    report = run_checks(
+        virtual=virtual, providers=lambda: provider_checks(options, environ, timeout_s=timeout)
+    )
     out = Console()
     if as_json:
         payload = {"ok": report.ok, "display": report.display}
@@ -63,9 +90,9 @@ def doctor(
         out.print_json(json.dumps(payload))
     else:
         for check in report.checks:
-            out.print(f"{_MARKS[check.status]}  {check.name:<14} {check.detail}", highlight=False)
+            out.print(f"{_MARKS[check.status]}  {check.name:<15} {check.detail}", highlight=False)
             if check.fix and check.status != "ok":
-                out.print(f"{'':<20} fix: {check.fix}", highlight=False)
+                out.print(f"{'':<21} fix: {check.fix}", highlight=False)
     raise typer.Exit(0 if report.ok else 1)
 
 

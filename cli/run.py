@@ -173,6 +173,14 @@ def run(
     reflection: Annotated[
         bool | None, typer.Option("--reflection/--no-reflection", help="A reviewer call per step.")
     ] = None,
+    a11y_snapshot: Annotated[
+        bool | None,
+        typer.Option(
+            "--a11y-snapshot/--no-a11y-snapshot",
+            help="List the active window's named elements in each request (default off; env "
+            "AGENT_S_A11Y_SNAPSHOT).",
+        ),
+    ] = None,
     safety: Annotated[
         str | None,
         typer.Option(
@@ -209,6 +217,7 @@ def run(
         settings = AgentConfig.from_env(
             max_steps=max_steps, max_cost_usd=max_cost, dry_run=dry_run or None,
             reflection=reflection, record_dir=record, safety=safety_config, code=code_config,
+            a11y_snapshot=a11y_snapshot,
         )  # fmt: skip
         if settings.record_dir is None:
             settings = dataclasses.replace(settings, record_dir=_DEFAULT_RECORD.expanduser())

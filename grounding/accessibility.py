@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -372,3 +373,48 @@ def _closest(query: Query, elements: list[Element]) -> tuple[Candidate, ...]:
         if key not in scored or scored[key].score < ratio:
             scored[key] = _candidate(element, ratio)
     return tuple(sorted(scored.values(), key=lambda c: -c.score)[:8])
+
+
+def window_outline(
+    elements: Sequence[Element],
+    observation: Observation,
+    *,
+    max_elements: int = 60,
+    max_name: int = 80,
+) -> tuple[list[str], int]:
+    """A compact list of the active window's showing, named elements, for a worker request:
+    (lines such as ``- push button "Save"``, how many there were in all).
+
+    Only elements of the active window's application whose centre lies inside that window and
+    is not covered by another application are listed; containers are left out, repeats of the
+    same role and name are listed once, names are clipped to ``max_name`` characters and at most
+    ``max_elements`` lines are returned, in tree order.
+    """
+    active = observation.active_window
+    if active is None or max_elements < 1:
+        return [], 0
+    area = Box(active.x, active.y, max(1, active.width), max(1, active.height))
+    seen: set[tuple[str, str]] = set()
+    lines: list[str] = []
+    for element in elements:
+        if element.role in _CONTAINER_ROLES:
+            continue
+        if active.pid and element.pid and element.pid != active.pid:
+            continue
+        if not area.contains(element.box.center) or not _on_screen(element, observation):
+            continue
+        name = _clip(" ".join(element.name.split()), max_name)
+        key = (element.role, name)
+        if not name or key in seen:
+            continue
+        seen.add(key)
+        line = f'- {element.role} "{name}"'
+        description = _clip(" ".join(element.description.split()), max_name)
+        if description and description != name:
+            line += f" ({description})"
+        lines.append(line)
+    return lines[:max_elements], len(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

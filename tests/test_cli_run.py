@@ -137,3 +137,19 @@ def test_sigkill_keeps_every_finished_step(tmp_path: Path, desktop: Any) -> None
         assert (folder / step.screenshot).stat().st_size > 0
     assert loaded.run["task"] == "Wait forever"
     assert KEY not in json.dumps(loaded.run)
+
+
+@pytest.mark.usefixtures("desktop")
+def test_a11y_snapshot_flag_reaches_the_agent(tmp_path: Path) -> None:
+    notes = []
+    for flag in ("--a11y-snapshot", "--no-a11y-snapshot"):
+        with ScriptedModelServer([reply(act("agent.done()"))]) as server:
+            args = [*_cli(server, tmp_path / flag), flag, "--json", "Look around"]
+            result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        folder = Path(json.loads(result.stdout)["trajectory_dir"])
+        notes.append(load_trajectory(folder).steps[0].request["a11y"])
+    on, off = notes
+    assert isinstance(on, str)
+    assert on  # elements listed, none in the active window, or why the tree is unavailable
+    assert off is None

@@ -32,6 +32,7 @@ from agent_s.prompting import (
     Platform,
     PromptTemplate,
     PromptTemplateError,
+    accessibility_snapshot,
     code_agent_system_prompt,
     detect_platform,
     grounding_query_prompt,
@@ -100,6 +101,12 @@ RENDERED = {
     "worker_linux_gnome": lambda: worker_system_prompt(GNOME, catalogue=STAND_IN),
     "worker_windows_two_monitors": lambda: worker_system_prompt(WINDOWS, catalogue=STAND_IN),
     "worker_darwin": lambda: worker_system_prompt(MAC, catalogue=STAND_IN),
+    "worker_linux_native": lambda: worker_system_prompt(
+        LINUX, catalogue=STAND_IN, native_image=(1280, 720)
+    ),
+    "worker_accessibility": lambda: accessibility_snapshot(
+        "Mousepad: notes.txt - Mousepad", ['- menu "File"', '- push button "Save" (Save file)'], 12
+    ),
     "reflection_linux": lambda: reflection_system_prompt(LINUX),
     "code_agent_linux": lambda: code_agent_system_prompt(LINUX, max_steps=20, timeout_seconds=60),
     "code_agent_windows": lambda: code_agent_system_prompt(
@@ -219,6 +226,30 @@ def test_hints_follow_the_observed_platform() -> None:
     assert "Spotlight" in mac
     assert "Activities overview" in worker_system_prompt(GNOME)
     assert "Activities overview" not in linux
+
+
+def test_native_grounding_asks_for_a_point_in_the_image_sent() -> None:
+    described = worker_system_prompt(LINUX, catalogue=STAND_IN)
+    native = worker_system_prompt(LINUX, catalogue=STAND_IN, native_image=(1280, 720))
+    assert "Never write coordinates yourself" in described
+    assert "Never write coordinates" not in native
+    assert "Every screenshot you are sent is 1280x720 pixels" in native
+    assert "1280x720" not in described
+    # Everything else is shared: the native prompt differs only in the grounding paragraph.
+    assert native.split("You point at")[0] == described.split("Another component")[0]
+    with pytest.raises(ValueError, match="must be positive"):
+        worker_system_prompt(LINUX, catalogue=STAND_IN, native_image=(0, 720))
+
+
+def test_the_native_example_is_read_by_the_native_grounder() -> None:
+    """The syntax the prompt teaches is the one ``grounding.native`` reads."""
+    from agent_s.grounding.replies import parse_location
+
+    native = worker_system_prompt(LINUX, catalogue=STAND_IN, native_image=(1280, 720))
+    example = re.search(r'for example "([^"]+)"', native)
+    assert example is not None
+    location = parse_location(example.group(1))
+    assert (location.kind, location.values, location.unit) == ("point", (1032.0, 688.0), False)
 
 
 def test_no_credentials_sudo_or_benchmark_rules_in_any_template() -> None:

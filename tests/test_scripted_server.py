@@ -190,6 +190,7 @@ def test_steps_from_json() -> None:
 def _serve(script: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "agent_s.testing", "serve", str(script), "--port", "0"],
+        cwd=script.parent,  # not the checkout: its agent_s/ folder would shadow the install
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
