@@ -98,6 +98,12 @@ def run(
     max_cost: _MaxCost = None,
     file_cache: _FileCache = None,
     screen: Annotated[str, typer.Option(help="Virtual screen size.")] = "1280x800",
+    backend: Annotated[
+        str, typer.Option(help="local | ray: run tasks here, or spread them over a Ray cluster.")
+    ] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address (default: RAY_ADDRESS or local).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
 ) -> None:
     """Run every task of SUITE, each on a fresh virtual desktop, and score it as OSWorld does."""
@@ -126,6 +132,7 @@ def run(
             suite=loaded, results=results, policy=policy, workers=workers,  # type: ignore[arg-type]
             domains=tuple(domain or ()), agent=agent, api_key=api_key, max_cost_usd=max_cost,
             file_cache=file_cache, width=width, height=height,
+            backend=backend, address=address,  # type: ignore[arg-type]
         )  # fmt: skip
     except (OSError, TaskFormatError, ConfigError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)

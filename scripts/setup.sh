@@ -26,7 +26,7 @@ packages=(
   # the Python the venv is made from, with PyGObject (AT-SPI) and tkinter from the distribution
   python3 python3-venv python3-pip python3-gi gir1.2-atspi-2.0 python3-tk
   # applications the tests and the built-in task suite drive
-  xterm mousepad galculator gtk-3-examples libreoffice-calc libreoffice-gtk3
+  xterm mousepad galculator gtk-3-examples libreoffice-calc libreoffice-gtk3 chromium
   fonts-dejavu-core
 )
 export DEBIAN_FRONTEND=noninteractive

@@ -286,7 +286,7 @@ def test_compare_table_freeze_zoom_validation_chart_style(tmp_path: Path) -> Non
 def test_registry_and_call_convention(tmp_path: Path) -> None:
     assert known_metric("infeasible")
     assert known_metric("compare_table")
-    assert not known_metric("compare_pptx_files")
+    assert not known_metric("no_such_metric")
     # called without ``expected`` when the task has none (OSWorld's convention)
     path = _book(tmp_path / "r.xlsx", ROWS, zoom=150)
     zoom = {"type": "zoom", "sheet_idx": 0, "method": "eq", "ref": 150}

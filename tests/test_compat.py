@@ -51,7 +51,9 @@ def test_sentinels_notes_and_reset_without_a_desktop(tmp_path: Path) -> None:
         assert actions == ["WAIT"]
         assert info["action"] == "agent.save_to_knowledge(text=('x = 3',))"
         info, actions = agent.predict("task one", {"screenshot": blank})
-        assert actions == ["import pyautogui\npyautogui.click(100, 50, clicks=2, interval=0.05, button='left')"]
+        assert actions == [
+            "import pyautogui\npyautogui.click(100, 50, clicks=2, interval=0.05, button='left')"
+        ]
         assert agent.predict("task one", {"screenshot": blank})[1] == ["DONE"]
         agent.reset()
         assert agent.agent.notes == ()

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from agent_s.bench.environment import launch_argv
+from agent_s.bench.environment import HANDLED_PROGRAMS, launch_argv
 from agent_s.bench.getters import GETTERS, NeedsFileCache, cache_lookup
 from agent_s.bench.metrics import known_metric
 from agent_s.bench.tasks import Task
@@ -41,9 +42,8 @@ CATEGORIES = {
     "cache": "needs the file cache",
 }
 SETUP_STEPS = {"launch", "open", "execute", "command", "sleep", "activate_window",
-               "close_window", "download"}  # fmt: skip
-WEB_STEPS = {"chrome_open_tabs", "chrome_close_tabs", "googledrive", "login",
-             "update_browse_history"}  # fmt: skip
+               "close_window", "download", "chrome_open_tabs", "chrome_close_tabs"}  # fmt: skip
+WEB_STEPS = {"googledrive", "login", "update_browse_history"}
 APPS = {
     "chrome": "chromium", "gimp": "gimp", "libreoffice_calc": "soffice",
     "libreoffice_impress": "soffice", "libreoffice_writer": "soffice",
@@ -73,6 +73,18 @@ def _commands(task: Task) -> Iterable[str]:
         if isinstance(spec, Mapping) and "command" in spec:
             command = spec["command"]
             yield command if isinstance(command, str) else " ".join(map(str, command))
+
+
+def _web_tabs(task: Task) -> list[str]:
+    """Pages on the web that setup opens in the browser (local files and hosts are fine)."""
+    hosts = []
+    for step in task.config:
+        if step.type == "chrome_open_tabs":
+            for url in step.parameters.get("urls_to_open", []):
+                host = urlparse(str(url)).hostname
+                if host and host not in ("localhost", "127.0.0.1"):
+                    hosts.append(host)
+    return hosts
 
 
 def _cache_urls(task: Task) -> list[str]:
@@ -109,7 +121,9 @@ def classify(
     for step in (*task.config, *task.evaluator.postconfig):
         command = step.parameters.get("command")
         if step.type == "launch" and isinstance(command, list) and command:
-            programs[launch_argv([str(c) for c in command])[0]] = None
+            program = launch_argv([str(c) for c in command])[0]
+            if program not in HANDLED_PROGRAMS:
+                programs[program] = None
     for program in programs:
         if which(program) is None:
             reasons.append(Reason("app", program))
@@ -117,6 +131,8 @@ def classify(
     if gnome:
         reasons.append(Reason("gnome", ", ".join(gnome)))
     web = sorted(task.setup_types & WEB_STEPS)
+    if _web_tabs(task):
+        web.append("chrome_open_tabs of web pages")
     if task.proxy:
         web.insert(0, "proxy")
     if web:

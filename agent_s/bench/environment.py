@@ -10,21 +10,27 @@ task killed half-way reruns cleanly. Placeholders ``{SCREEN_WIDTH}``, ``{SCREEN_
 ``{SCREEN_WIDTH_HALF}``, ``{SCREEN_HEIGHT_HALF}`` are filled from the screen size.
 
 Setup steps: launch, open, execute / command (``stdout`` saved in the cache), sleep,
-activate_window, close_window, download (from the local file cache). GNOME's Ctrl+Alt+T in a
-setup snippet is handled by starting the terminal directly (xterm titled "Terminal"). Steps
+activate_window, close_window, download (from the local file cache), chrome_open_tabs and
+chrome_close_tabs (over DevTools, see ``chrome``). GNOME's Ctrl+Alt+T in a setup snippet is
+handled by starting the terminal directly (xterm titled "Terminal"). Chromium always starts
+with remote debugging on a port of its own and a profile under HOME; OSWorld's ``socat``
+forward is not needed, and ``pkill NAME`` ends only this desktop's matching programs. Steps
 this harness cannot do raise ``SkipTask`` with the reason ``agent-s bench check`` also gives.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_s.bench.chrome import DevTools, DevToolsError, chromium_argv, free_port, is_chromium
 from agent_s.bench.getters import (
     GetterContext,
     NeedsFileCache,
@@ -37,6 +43,10 @@ from agent_s.bench.tasks import SetupStep, Task
 
 SETUP_TIMEOUT = 120.0
 WINDOW_WAIT = 10.0
+BROWSER_WAIT = 30.0
+#: Launch steps done another way here: ``socat`` (OSWorld's port forward for the VM's host),
+#: ``pkill`` (limited to this desktop's programs).
+HANDLED_PROGRAMS = frozenset({"socat", "pkill"})
 TERMINAL_ARGV = ("xterm", "-title", "Terminal", "-fa", "Monospace", "-fs", "11")
 _CTRL_ALT_T = re.compile(r"hotkey\(\s*['\"]ctrl['\"]\s*,\s*['\"]alt['\"]\s*,\s*['\"]t['\"]\s*\)")
 _PLACEHOLDER = re.compile(r"\{(SCREEN_WIDTH|SCREEN_HEIGHT|SCREEN_WIDTH_HALF|SCREEN_HEIGHT_HALF)\}")
@@ -105,6 +115,8 @@ class TaskEnvironment:
         self.desktop: Any = None
         self.backend: Any = None
         self.context: GetterContext | None = None
+        self.chrome_port: int | None = None
+        self._launched: list[Any] = []  # Popen of every program setup started
 
     def __enter__(self) -> TaskEnvironment:
         return self.start()
@@ -184,8 +196,47 @@ class TaskEnvironment:
 
     def _launch(self, argv: Sequence[str]) -> None:
         before = len(self.backend.windows())
-        self.desktop.launch(list(argv), cwd=self.home)
+        if is_chromium(list(argv)):
+            if self.chrome_port is None:
+                self.chrome_port = free_port()
+                self._ctx().extra["chrome_port"] = self.chrome_port
+            profile = self.home / ".config" / "chromium"
+            argv = chromium_argv(list(argv), self.chrome_port, profile)
+        self._launched.append(self.desktop.launch(list(argv), cwd=self.home))
         self._wait_new_window(before)
+
+    def _desktop_pids(self) -> set[int]:
+        """This desktop's processes: those with its marker, and the process groups of the
+        programs setup started (Chromium overwrites its environment with its title)."""
+        from agent_s.desktop.virtual import marked_processes
+
+        pids = set(marked_processes(self.desktop.token))
+        groups = {proc.pid for proc in self._launched if proc.poll() is None}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or not groups:
+                continue
+            try:
+                stat = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[2]) in groups:
+                pids.add(int(entry.name))
+        return pids
+
+    def _pkill(self, pattern: str) -> None:
+        """``pkill PATTERN`` over this desktop's programs only (OSWorld's "chrome" also
+        matches our chromium)."""
+        if pattern in ("chrome", "google-chrome"):
+            pattern = "chrome|chromium"
+        matcher = re.compile(pattern)
+        for pid in sorted(self._desktop_pids()):
+            try:
+                name = Path(f"/proc/{pid}/comm").read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+            if matcher.search(name):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGTERM)
 
     def _step_launch(self, params: Mapping[str, Any]) -> None:
         command = self._fill(params["command"])
@@ -195,6 +246,13 @@ class TaskEnvironment:
                 return
             command = command.split()
         argv = launch_argv([map_text(c, self.home) for c in command])
+        if argv and argv[0] == "socat":
+            self.log.append("launch socat: not needed, DevTools is reached on its own port")
+            return
+        if argv and argv[0] == "pkill":
+            for pattern in (a for a in argv[1:] if not a.startswith("-")):
+                self._pkill(pattern)
+            return
         if shutil.which(argv[0], path=self.desktop.env.get("PATH")) is None:
             raise SkipTask(f"needs an app that is not installed: {argv[0]}")
         self._launch(argv)
@@ -244,6 +302,45 @@ class TaskEnvironment:
         except AgentSError as err:
             self.log.append(f"close_window: {err}")
 
+    def _browser(self) -> DevTools:
+        """This task's Chromium, started (as OSWorld does) when it is not running yet."""
+        if self.chrome_port is not None and DevTools(self.chrome_port).ready():
+            return DevTools(self.chrome_port)
+        argv = launch_argv(["google-chrome"])
+        if shutil.which(argv[0], path=self.desktop.env.get("PATH")) is None:
+            raise SkipTask(f"needs an app that is not installed: {argv[0]}")
+        self._launch(argv)
+        devtools = DevTools(self.chrome_port or 0)
+        try:
+            devtools.wait_ready(BROWSER_WAIT)
+        except DevToolsError as err:
+            raise SetupFailed(str(err)) from err
+        return devtools
+
+    def _step_chrome_open_tabs(self, params: Mapping[str, Any]) -> None:
+        devtools = self._browser()
+        for url in params["urls_to_open"]:
+            try:
+                devtools.open_tab(map_text(self._fill(str(url)), self.home))
+            except DevToolsError as err:
+                raise SetupFailed(f"chrome_open_tabs: {err}") from err
+
+    def _step_chrome_close_tabs(self, params: Mapping[str, Any]) -> None:
+        from agent_s.bench.metrics.apps import compare_urls
+
+        devtools = self._browser()
+        try:
+            closed: set[str] = set()
+            for url in params["urls_to_close"]:
+                wanted = map_text(self._fill(str(url)), self.home)
+                for tab in devtools.tabs():
+                    if tab.id not in closed and compare_urls(tab.url, wanted):
+                        devtools.close_tab(tab.id)
+                        closed.add(tab.id)
+            devtools.wait_closed(closed, WINDOW_WAIT)
+        except DevToolsError as err:
+            raise SetupFailed(f"chrome_close_tabs: {err}") from err
+
     def _step_download(self, params: Mapping[str, Any]) -> None:
         for item in params["files"]:
             try:
@@ -265,6 +362,6 @@ def _a11y_reader() -> Any:
 
 
 __all__ = [
-    "APP_ALIASES", "SetupFailed", "SkipTask", "TERMINAL_ARGV", "TaskEnvironment",
-    "fill_placeholders", "launch_argv", "opens_terminal",
+    "APP_ALIASES", "HANDLED_PROGRAMS", "SetupFailed", "SkipTask", "TERMINAL_ARGV",
+    "TaskEnvironment", "fill_placeholders", "launch_argv", "opens_terminal",
 ]  # fmt: skip

@@ -172,6 +172,50 @@ def get_list_directory(ctx: GetterContext, config: Mapping[str, Any]) -> dict[st
     return tree(root)
 
 
+def get_open_tabs_info(
+    ctx: GetterContext, config: Mapping[str, Any]
+) -> list[dict[str, str]] | None:
+    """The browser's open pages as ``[{"title", "url"}]`` (``None``: no browser answers)."""
+    from agent_s.bench.chrome import DevTools, DevToolsError
+
+    port = ctx.extra.get("chrome_port")
+    if port is None:
+        return None
+    try:
+        return [tab.info() for tab in DevTools(int(port)).tabs()]
+    except DevToolsError:
+        return None
+
+
+def get_active_tab_info(ctx: GetterContext, config: Mapping[str, Any]) -> dict[str, str] | None:
+    """The active tab as ``{"title", "url"}`` (OSWorld adds the page's HTML; no metric we
+    have reads it)."""
+    from agent_s.bench.chrome import DevTools, DevToolsError
+
+    port = ctx.extra.get("chrome_port")
+    if port is None:
+        return None
+    try:
+        tab = DevTools(int(port)).active_tab()
+    except DevToolsError:
+        return None
+    return tab.info() if tab is not None else None
+
+
+def get_active_url(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """The active tab's URL. OSWorld reads the address bar's text from the accessibility tree
+    and puts ``goto_prefix`` before it (Chrome hides ``https://www.``); DevTools gives the
+    full URL, which the URL metrics compare the same way."""
+    info = get_active_tab_info(ctx, config)
+    return info["url"] if info is not None else None
+
+
+def get_gimp_config_file(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """A copy of one of GIMP 2.10's config files (``file_name``, e.g. ``gimprc``)."""
+    source = ctx.home / ".config" / "GIMP" / "2.10" / config["file_name"]
+    return _copy(ctx, source, config.get("dest") or config["file_name"])
+
+
 def get_accessibility_tree(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
     """The desktop's accessibility tree as XML (one element per showing, named element)."""
     return ctx.a11y_tree() if ctx.a11y_tree is not None else None
@@ -205,6 +249,10 @@ GETTERS: dict[str, Getter] = {
     "rule": get_rule,
     "list_directory": get_list_directory,
     "accessibility_tree": get_accessibility_tree,
+    "open_tabs_info": get_open_tabs_info,
+    "active_tab_info": get_active_tab_info,
+    "active_url_from_accessTree": get_active_url,
+    "gimp_config_file": get_gimp_config_file,
 }
 
 __all__ = [

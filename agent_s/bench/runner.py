@@ -8,6 +8,9 @@ Results use OSWorld's layout, ``<results>/<action_space>/<observation>/<model>/<
 again (its ``result.json`` is read back). A folder without ``result.txt`` (a task killed half-way)
 is removed before the task runs again, so nothing of the earlier attempt is left.
 
+``backend="ray"`` sends each task to a Ray cluster at ``address`` instead of a local worker
+process (see ``distributed``); ``workers`` is then how many tasks are in flight at once.
+
 Tasks this machine cannot run (``check.classify``) are recorded as ``skipped`` with the reason,
 without starting a desktop. The cost budget is for the whole run: each agent task gets what is
 left, and no task starts once it is spent.
@@ -15,23 +18,24 @@ left, and no task starts once it is spent.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent_s.bench.check import classify
+from agent_s.bench.distributed import RayBackend, run_worker
 from agent_s.bench.policies import PolicyName
 from agent_s.bench.tasks import Suite, Task
-from agent_s.bench.worker import RESULT_JSON, RESULT_TXT, SPEC_FILE
+from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
+
+Backend = Literal["local", "ray"]
 
 Event = dict[str, Any]  # {"kind": "start"|"end", "task": id, "domain": ..., "record": {...}}
 
@@ -53,10 +57,16 @@ class RunOptions:
     width: int = 1280
     height: int = 800
     task_timeout: float = 1800.0
+    backend: Backend = "local"
+    address: str | None = None  # the Ray cluster (backend "ray"); None: RAY_ADDRESS or local
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
+        if self.backend not in ("local", "ray"):
+            raise ValueError(f"backend must be local or ray, not {self.backend!r}")
+        if self.address is not None and self.backend != "ray":
+            raise ValueError("an address is for the ray backend only")
         if not self.model_label:
             self.model_label = str(self.agent.get("model") or self.policy)
 
@@ -93,7 +103,9 @@ class _Budget:
             return None if self.limit is None else max(self.limit - self.spent, 0.0)
 
 
-def _run_one(options: RunOptions, task: Task, folder: Path, budget: _Budget) -> dict[str, Any]:
+def _run_one(
+    options: RunOptions, task: Task, folder: Path, budget: _Budget, ray: RayBackend | None
+) -> dict[str, Any]:
     left = budget.left()
     if left is not None and left <= 0.0:
         reason = "the run's cost budget was spent before this task"
@@ -105,25 +117,20 @@ def _run_one(options: RunOptions, task: Task, folder: Path, budget: _Budget) -> 
     if left is not None:
         agent["max_cost_usd"] = left
     spec = {
-        "folder": str(folder), "task_path": str(task.path), "domain": task.domain,
+        # absolute paths: the worker runs in the task folder (or on another node)
+        "folder": str(folder.resolve()), "task_path": str(Path(str(task.path)).resolve()),
+        "domain": task.domain,
         "policy": options.policy, "model_label": options.model_label, "agent": agent,
-        "file_cache": str(options.file_cache) if options.file_cache else None,
+        "file_cache": str(options.file_cache.resolve()) if options.file_cache else None,
         "width": options.width, "height": options.height,
     }  # fmt: skip
-    (folder / SPEC_FILE).write_text(json.dumps(spec, indent=1), encoding="utf-8")
-    env = dict(os.environ)
-    env.pop("AGENT_S_BENCH_API_KEY", None)
-    if options.api_key:
-        env["AGENT_S_BENCH_API_KEY"] = options.api_key
-    argv = [sys.executable, "-m", "agent_s.bench.worker", str(folder / SPEC_FILE)]
-    with open(folder / "worker.log", "wb") as log:
-        try:
-            done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=options.task_timeout,
-                                  check=False)  # fmt: skip
-            code: int | str = done.returncode
-        except subprocess.TimeoutExpired:
-            code = f"timed out after {options.task_timeout:g} s"
+    if ray is None:
+        code = run_worker(spec, folder, options.api_key, options.task_timeout)
+    else:
+        if task.path is None:
+            raise ValueError(f"task {task.id} has no file to send to the cluster")
+        task_text = Path(task.path).read_text(encoding="utf-8")
+        code = ray.run(spec, task_text, options.api_key, options.task_timeout, folder)
     record = _read(folder)
     if record is None:
         reason = f"the worker ended without a result (exit: {code}); see worker.log"
@@ -161,21 +168,25 @@ def run_suite(
             continue
         pending.append((i, task, folder))
     budget = _Budget(options.max_cost_usd)
+    ray: RayBackend | None = None
 
     def work(item: tuple[int, Task, Path]) -> None:
         i, task, folder = item
         emit({"kind": "start", "task": task.id, "domain": task.domain})
         started = time.monotonic()
-        record = _run_one(options, task, folder, budget)
+        record = _run_one(options, task, folder, budget, ray)
         record.setdefault("seconds", round(time.monotonic() - started, 2))
         records[i] = record
         emit({"kind": "end", "task": task.id, "domain": task.domain, "record": record,
               "cost_so_far": budget.spent})  # fmt: skip
 
-    with ThreadPoolExecutor(max_workers=options.workers) as pool:
-        for future in [pool.submit(work, item) for item in pending]:
-            future.result()
+    with contextlib.ExitStack() as stack:
+        if options.backend == "ray" and pending:
+            ray = stack.enter_context(RayBackend(options.address))
+        with ThreadPoolExecutor(max_workers=options.workers) as pool:
+            for future in [pool.submit(work, item) for item in pending]:
+                future.result()
     return [records[i] for i in sorted(records)]
 
 
-__all__ = ["Event", "RunOptions", "run_suite", "task_folder"]
+__all__ = ["Backend", "Event", "RunOptions", "run_suite", "task_folder"]

@@ -1,0 +1,149 @@
+"""Tasks on a Ray cluster: ``agent-s bench run ... --backend ray --address HOST:PORT``.
+
+Each task is one Ray task (one CPU). On whatever node it lands, it runs the same worker
+process as a local run (``python -m agent_s.bench.worker``: its own virtual desktop) in a
+scratch folder, then sends the task's files back; the driver writes them into the results
+folder, so nodes need no shared storage. The task file travels with the task. Every node
+needs agent-s (with the ``ray`` extra) and the apps the tasks use; a ``--file-cache`` folder
+must exist at the same path on every node. The task's HOME (``home/``) stays on the node and
+is deleted with the scratch folder.
+
+    with RayBackend("127.0.0.1:6379") as ray_backend:
+        code = ray_backend.run(spec, task_text, api_key, timeout, folder)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agent_s.bench.worker import SPEC_FILE
+
+#: Folders of a task that stay on the node: the desktop's HOME.
+NODE_ONLY = ("home",)
+
+
+class RayUnavailable(RuntimeError):
+    """``--backend ray`` without Ray installed, or no cluster at the address."""
+
+
+def run_worker(
+    spec: dict[str, Any], folder: Path, api_key: str | None, timeout: float
+) -> int | str:
+    """Run one task's worker process on this machine (the local backend does this too);
+    its output goes to ``worker.log`` in the folder. The exit status, or why there is none."""
+    (folder / SPEC_FILE).write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    env = dict(os.environ)
+    env.pop("AGENT_S_BENCH_API_KEY", None)
+    if api_key:
+        env["AGENT_S_BENCH_API_KEY"] = api_key
+    argv = [sys.executable, "-m", "agent_s.bench.worker", str((folder / SPEC_FILE).resolve())]
+    with open(folder / "worker.log", "wb") as log:
+        try:
+            # cwd is the task folder: ``python -m`` puts its cwd first on sys.path, and a
+            # checkout's own agent_s/ folder there would shadow the installed package.
+            done = subprocess.run(argv, env=env, cwd=folder, stdin=subprocess.DEVNULL, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=timeout,
+                                  check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return f"timed out after {timeout:g} s"
+    return done.returncode
+
+
+def run_on_node(
+    spec: dict[str, Any], task_text: str, api_key: str | None, timeout: float
+) -> tuple[int | str, str, dict[str, bytes]]:
+    """The body of a Ray task: run the worker in a scratch folder on this node; return its
+    exit status, the node's host name and the task's files (relative path -> bytes)."""
+    import socket
+
+    scratch = Path(tempfile.mkdtemp(prefix="agent-s-ray-"))
+    try:
+        folder = scratch / "task"
+        folder.mkdir()
+        task_path = scratch / "task.json"
+        task_path.write_text(task_text, encoding="utf-8")
+        code = run_worker({**spec, "folder": str(folder), "task_path": str(task_path)},
+                          folder, api_key, timeout)  # fmt: skip
+        files = {}
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if path.is_file() and not path.is_symlink() and relative.parts[0] not in NODE_ONLY:
+                files[relative.as_posix()] = path.read_bytes()
+        return code, socket.gethostname(), files
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def write_back(folder: Path, files: dict[str, bytes]) -> None:
+    """Write a task's files, as sent by a node, under its results folder (nothing outside)."""
+    root = folder.resolve()
+    for name, data in files.items():
+        target = (folder / name).resolve()
+        if root not in target.parents:
+            raise ValueError(f"a node sent a file outside the task folder: {name!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+class RayBackend:
+    """A connection to a Ray cluster for one run (``ray.init`` / ``ray.shutdown``)."""
+
+    def __init__(self, address: str | None) -> None:
+        self.address = address
+        self._remote: Any = None
+        self._started = False
+
+    def __enter__(self) -> RayBackend:
+        try:
+            import ray
+        except ImportError as err:
+            raise RayUnavailable("--backend ray needs Ray: pip install 'agent-s[ray]'") from err
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address or "auto", log_to_driver=False,
+                         logging_level="warning")  # fmt: skip
+            except (ConnectionError, RuntimeError) as err:
+                raise RayUnavailable(f"no Ray cluster at {self.address or 'auto'}: {err}") from err
+            self._started = True
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(run_on_node)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+    def run(
+        self, spec: dict[str, Any], task_text: str, api_key: str | None, timeout: float,
+        folder: Path,
+    ) -> int | str:  # fmt: skip
+        """Run one task on the cluster and write its files into ``folder``; the exit status."""
+        import ray
+
+        if self._remote is None:
+            raise RayUnavailable("the Ray backend is not connected (use it in a with block)")
+        ref = self._remote.remote(spec, task_text, api_key, timeout)
+        try:
+            code, node, files = ray.get(ref, timeout=timeout + 120.0)
+        except ray.exceptions.GetTimeoutError:
+            ray.cancel(ref, force=True)
+            return f"no answer from the Ray task after {timeout + 120.0:g} s"
+        except ray.exceptions.RayError as err:
+            return f"the Ray task failed: {type(err).__name__}: {str(err)[:500]}"
+        write_back(folder, files)
+        with open(folder / "worker.log", "a", encoding="utf-8") as log:
+            log.write(f"\n[agent-s] ran on Ray node {node}\n")
+        return code
+
+
+__all__ = ["NODE_ONLY", "RayBackend", "RayUnavailable", "run_on_node", "run_worker",
+           "write_back"]  # fmt: skip

@@ -1,0 +1,116 @@
+"""The runner on a Ray cluster: a real head node started on 127.0.0.1 inside the test.
+
+Each Ray task runs a smoke task on its own virtual desktop in a scratch folder and sends the
+files back; the results folder must look exactly as after a local run (minus the task's
+HOME, which stays on the node), and the scores must be the reference policy's 1.0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_s.bench.distributed import write_back
+from agent_s.bench.runner import RunOptions, run_suite, task_folder
+from agent_s.bench.tasks import load_suite
+
+ray = pytest.importorskip("ray")
+RAY = Path(sys.executable).with_name("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    """A one-node Ray cluster on loopback (2 CPUs), ended with its whole process group."""
+    if not RAY.exists():
+        pytest.skip("the ray command is not installed next to this Python")
+    port = _free_port()
+    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
+    argv = [str(RAY), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+            f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+            "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
+    log = open(temp / "head.log", "wb")  # noqa: SIM115  (closed below)
+    head = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(port):
+            if head.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the Ray head did not start: {(temp / 'head.log').read_text()}")
+            time.sleep(0.3)
+        yield f"127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            head.wait(20)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGKILL)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_write_back_stays_inside_the_task_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "task"
+    write_back(folder, {"result.txt": b"1.0\n", "trajectory/result.json": b"{}"})
+    assert (folder / "result.txt").read_bytes() == b"1.0\n"
+    assert (folder / "trajectory" / "result.json").is_file()
+    with pytest.raises(ValueError, match="outside"):
+        write_back(folder, {"../escape.txt": b"x"})
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_run_options_check_the_backend(tmp_path: Path) -> None:
+    suite = load_suite("smoke")
+    with pytest.raises(ValueError, match="backend"):
+        RunOptions(suite=suite, results=tmp_path, backend="cloud")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ray backend only"):
+        RunOptions(suite=suite, results=tmp_path, address="127.0.0.1:1")
+
+
+@pytest.mark.desktop
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+def test_reference_run_on_a_local_ray_cluster(tmp_path: Path, ray_address: str) -> None:
+    suite = load_suite("smoke")
+    results = tmp_path / "results"
+    options = RunOptions(suite=suite, results=results, policy="reference", workers=2,
+                         domains=("os",), backend="ray", address=ray_address)  # fmt: skip
+    records = run_suite(options)
+    tasks = list(suite.tasks(["os"]))
+    assert [r["task_id"] for r in records] == [t.id for t in tasks]
+    assert all(r["status"] != "error" for r in records), records
+    assert {r["task_id"]: r["score"] for r in records} == {t.id: 1.0 for t in tasks}
+    assert not ray.is_initialized()  # the run connected and disconnected
+    for task in tasks:
+        folder = task_folder(options, task)
+        assert (folder / "result.txt").read_text() == "1.0\n"
+        assert json.loads((folder / "result.json").read_text())["score"] == 1.0
+        lines = (folder / "traj.jsonl").read_text().splitlines()
+        assert len(lines) == len(task.reference or ())
+        assert "ran on Ray node" in (folder / "worker.log").read_text()
+        assert not (folder / "home").exists()  # the HOME stayed on the node
+    again = run_suite(options)  # resume works the same on the cluster
+    assert all(r.get("resumed") for r in again)
