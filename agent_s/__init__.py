@@ -11,9 +11,27 @@ Names are imported on first use, so ``import agent_s`` needs neither a display n
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+
+def _checkout_subpackages() -> None:
+    """In a source checkout, find ``agent_s.cli``/``.grounding``/``.prompts`` beside agent_s/.
+
+    The repository keeps cli/, grounding/ and prompts/ at its top level (the design card's
+    layout) and installs them under ``agent_s``. When ``agent_s`` is imported from a checkout
+    (``python -m`` or ``python -c`` run inside it puts the checkout first on sys.path), the
+    checkout's folder is searched for those subpackages too. An installed package has no such
+    siblings, so there this does nothing.
+    """
+    top = Path(__file__).resolve().parent.parent
+    if (top / "pyproject.toml").is_file() and (top / "grounding" / "__init__.py").is_file():
+        __path__.append(str(top))  # noqa: F821 - the package's own search path
+
+
+_checkout_subpackages()
 
 _HOME = {
     "Agent": "agent_s.agent",
