@@ -22,6 +22,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent_s.cli import options
+
 bench_app = typer.Typer(help="Run OSWorld-format task suites and score them.",
                         no_args_is_help=True)  # fmt: skip
 
@@ -87,13 +89,13 @@ def run(
     policy: Annotated[str, typer.Option(help="agent | reference | noop")] = "agent",
     index: Annotated[str | None, typer.Option(help="Index file inside the folder.")] = None,
     domain: Annotated[list[str] | None, typer.Option(help="Only these domains.")] = None,
-    provider: Annotated[str | None, typer.Option(help="Model API [env AGENT_S_PROVIDER].")] = None,
-    model: Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")] = None,
-    base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
-    api_key: Annotated[str | None, typer.Option(help="API key (default: provider's var).")] = None,
-    ground: Annotated[str | None, typer.Option(help="auto | ocr | a11y | model | native")] = None,
-    ground_url: Annotated[str | None, typer.Option(help="Grounding model base URL.")] = None,
-    ground_model: Annotated[str | None, typer.Option(help="Grounding model name.")] = None,
+    provider: options.Provider = None,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    api_key: options.ApiKey = None,
+    ground: options.Ground = None,
+    ground_url: options.GroundUrl = None,
+    ground_model: options.GroundModel = None,
     max_steps: Annotated[int | None, typer.Option(help="Step limit per task.")] = None,
     max_cost: _MaxCost = None,
     file_cache: _FileCache = None,

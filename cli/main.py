@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from agent_s import __version__
+from agent_s.cli import options
 from agent_s.cli.bench import bench_app
 from agent_s.cli.ground import ground
 from agent_s.cli.run import run
@@ -52,24 +53,13 @@ def doctor(
         bool, typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    provider: Annotated[
-        str | None,
-        typer.Option(
-            help="openai | anthropic | openai-compatible | openai-responses [env AGENT_S_PROVIDER]"
-        ),
-    ] = None,  # fmt: skip
-    model: Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="API base URL [env AGENT_S_BASE_URL].")
-    ] = None,
-    api_key: Annotated[
-        str | None, typer.Option(help="API key (default: the provider's usual variable).")
-    ] = None,
-    ground: Annotated[
-        str | None, typer.Option(help="auto | ocr | a11y | model | native [env AGENT_S_GROUND].")
-    ] = None,
-    ground_url: Annotated[str | None, typer.Option(help="Grounding model base URL.")] = None,
-    ground_model: Annotated[str | None, typer.Option(help="Grounding model name.")] = None,
+    provider: options.Provider = None,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    api_key: options.ApiKey = None,
+    ground: options.Ground = None,
+    ground_url: options.GroundUrl = None,
+    ground_model: options.GroundModel = None,
     timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds each model check may take.")
     ] = 10.0,

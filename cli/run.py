@@ -35,6 +35,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agent_s.cli import options
 from agent_s.errors import AgentSError
 
 _DEFAULT_RECORD = Path("~/.local/share/agent-s/runs")
@@ -141,24 +142,13 @@ def _approver(err: Console, mode: str) -> Any:
 
 def run(
     task: Annotated[str | None, typer.Argument(help="The task; omit it to be asked.")] = None,
-    provider: Annotated[
-        str | None,
-        typer.Option(
-            help="openai | anthropic | openai-compatible | openai-responses [env AGENT_S_PROVIDER]"
-        ),
-    ] = None,  # fmt: skip
-    model: Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="API base URL [env AGENT_S_BASE_URL].")
-    ] = None,
-    api_key: Annotated[
-        str | None, typer.Option(help="API key (default: the provider's usual variable).")
-    ] = None,
-    ground: Annotated[
-        str | None, typer.Option(help="auto | ocr | a11y | model | native [env AGENT_S_GROUND].")
-    ] = None,
-    ground_url: Annotated[str | None, typer.Option(help="Grounding model base URL.")] = None,
-    ground_model: Annotated[str | None, typer.Option(help="Grounding model name.")] = None,
+    provider: options.Provider = None,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    api_key: options.ApiKey = None,
+    ground: options.Ground = None,
+    ground_url: options.GroundUrl = None,
+    ground_model: options.GroundModel = None,
     max_steps: Annotated[int | None, typer.Option(help="Step limit (default 30).")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Cost limit in USD.")] = None,
     record: Annotated[Path | None, typer.Option(help="Folder for trajectory folders.")] = None,
