@@ -171,8 +171,14 @@ def run(
                       f"({mean:.0%})  ${state['cost']:.4f}")  # fmt: skip
             progress.update(bar, completed=state["done"], status=status)
 
-    with progress:
-        records = run_suite(options, on_event)
+    from agent_s.bench.distributed import RayUnavailable
+
+    try:
+        with progress:
+            records = run_suite(options, on_event)
+    except RayUnavailable as error:
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(2) from error
     summary = summarize(records)
     if as_json:
         out.print_json(json.dumps({"records": records, "summary": summary}))

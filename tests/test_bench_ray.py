@@ -1,4 +1,7 @@
-"""The runner on a Ray cluster: a real head node started on 127.0.0.1 inside the test.
+"""The runner on a Ray cluster: a real head node started on loopback inside the test.
+
+The cluster lives on 127.0.0.2: Ray rewrites 127.0.0.1 and "localhost" to the machine's
+interface address, and this test must talk to nothing but loopback.
 
 Each Ray task runs a smoke task on its own virtual desktop in a scratch folder and sends the
 files back; the results folder must look exactly as after a local run (minus the task's
@@ -28,18 +31,19 @@ from agent_s.bench.tasks import load_suite
 
 ray = pytest.importorskip("ray")
 RAY = Path(sys.executable).with_name("ray")
+HOST = "127.0.0.2"  # loopback that Ray does not rewrite (see the module's docstring)
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
 
 
 def _listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+        return sock.connect_ex((HOST, port)) == 0
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +53,7 @@ def ray_address() -> Iterator[str]:
         pytest.skip("the ray command is not installed next to this Python")
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
-    argv = [str(RAY), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+    argv = [str(RAY), "start", "--head", "--block", f"--node-ip-address={HOST}",
             f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
             "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
     log = open(temp / "head.log", "wb")  # noqa: SIM115  (closed below)
@@ -61,7 +65,7 @@ def ray_address() -> Iterator[str]:
             if head.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the Ray head did not start: {(temp / 'head.log').read_text()}")
             time.sleep(0.3)
-        yield f"127.0.0.1:{port}"
+        yield f"{HOST}:{port}"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(head.pid, signal.SIGTERM)
@@ -114,3 +118,18 @@ def test_reference_run_on_a_local_ray_cluster(tmp_path: Path, ray_address: str) 
         assert not (folder / "home").exists()  # the HOME stayed on the node
     again = run_suite(options)  # resume works the same on the cluster
     assert all(r.get("resumed") for r in again)
+
+
+def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path) -> None:
+    closed = f"{HOST}:{_free_port()}"  # nothing listens there
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("agent-s")), "bench", "run", "smoke",
+         "--policy", "reference", "--backend", "ray", "--address", closed,
+         "--results", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"no Ray cluster answers at {closed}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - started < 60

@@ -14,9 +14,11 @@ is deleted with the scratch folder.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,7 +63,6 @@ def run_on_node(
 ) -> tuple[int | str, str, dict[str, bytes]]:
     """The body of a Ray task: run the worker in a scratch folder on this node; return its
     exit status, the node's host name and the task's files (relative path -> bytes)."""
-    import socket
 
     scratch = Path(tempfile.mkdtemp(prefix="agent-s-ray-"))
     try:
@@ -92,6 +93,26 @@ def write_back(folder: Path, files: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
+def _reachable(address: str, timeout: float = 5.0) -> str:
+    """The host of ``host:port`` once a TCP connection to it succeeds; a clear error if not
+    (Ray itself retries an unreachable cluster for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"a Ray address is host:port, not {address!r}")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return host
+    except OSError as err:
+        raise RayUnavailable(f"no Ray cluster answers at {address}: {err}") from err
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 class RayBackend:
     """A connection to a Ray cluster for one run (``ray.init`` / ``ray.shutdown``)."""
 
@@ -106,9 +127,16 @@ class RayBackend:
         except ImportError as err:
             raise RayUnavailable("--backend ray needs Ray: pip install 'agent-s[ray]'") from err
         if not ray.is_initialized():
+            extra: dict[str, Any] = {}
+            if self.address:
+                host = _reachable(self.address)
+                if _is_loopback(host):
+                    # The driver joins the node on that same loopback address rather than
+                    # announcing the machine's interface address.
+                    extra["_node_ip_address"] = host
             try:
                 ray.init(address=self.address or "auto", log_to_driver=False,
-                         logging_level="warning")  # fmt: skip
+                         logging_level="warning", **extra)  # fmt: skip
             except (ConnectionError, RuntimeError) as err:
                 raise RayUnavailable(f"no Ray cluster at {self.address or 'auto'}: {err}") from err
             self._started = True
