@@ -26,6 +26,7 @@ from xml.etree import ElementTree
 
 import pytest
 from conftest import atspi_texts
+from polling import wait_until as _wait
 
 from agent_s.actions import parse_action
 from agent_s.desktop.base import perform
@@ -61,17 +62,6 @@ def run(
         assert (workdir / "x").read_text() == "must survive"  # text never became code
 
     return execute
-
-
-def _wait(predicate: Callable[[], Any], timeout: float = 8.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _copy(x11: Any) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import Xlib.display
 from conftest import atspi_texts
+from polling import wait_until as _wait
 
 from agent_s.desktop import _xproto, apps
 from agent_s.desktop import x11 as x11_module
@@ -35,17 +36,6 @@ TRICKY = (
 
 def _xconnect(desktop: VirtualDesktop) -> Xlib.display.Display:
     return Xlib.display.Display(desktop.display)
-
-
-def _wait(predicate: Any, timeout: float = 5.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _active_window_id(desktop: VirtualDesktop) -> int:
