@@ -35,7 +35,7 @@ _checkout_subpackages()
 
 _HOME = {
     "Agent": "agent_s.agent",
-    "StepReport": "agent_s.agent",
+    "StepReport": "agent_s.step",
     "AgentConfig": "agent_s.config",
     "ConfigError": "agent_s.config",
     "GroundingConfig": "agent_s.config",
@@ -65,7 +65,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from agent_s.agent import Agent, StepReport
+    from agent_s.agent import Agent
     from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
     from agent_s.result import CommandCheck, RunResult, RunStatus
+    from agent_s.step import StepReport
     from agent_s.trajectory import load_trajectory

@@ -19,10 +19,9 @@ valid action goes back to the model with the parse error, at most ``max_invalid_
 then the run ends as ``failed`` (cause ``invalid_replies``). A target grounding cannot find is an
 observation for the model, not an error of the run.
 
-With ``--ground native`` the worker prompt tells the model the size of the screenshot it is sent
-and asks for each element's centre pixel after its description; the point is mapped through the
-very ``EncodedImage`` sent (``agent_s.grounding.native``). With the ``a11y_snapshot`` setting,
-each request also lists the active window's named elements from the accessibility tree.
+With ``--ground native`` the model gives each element's centre pixel in the image it was sent
+(whose size the prompt states), mapped back through that very ``EncodedImage``. With
+``a11y_snapshot``, each request also lists the active window's named elements.
 """
 
 from __future__ import annotations
@@ -30,16 +29,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agent_s.actions import (
     ActionModel,
     ActionParseError,
     CallCodeAgentAction,
-    DoneAction,
-    FailAction,
     SaveToKnowledgeAction,
     action_catalogue,
     parse_action,
@@ -60,9 +57,9 @@ from agent_s.desktop.base import DesktopBackend, perform
 from agent_s.desktop.ops import Point
 from agent_s.errors import (
     ActionExecutionError,
-    AgentSError,
     DesktopSetupError,
     DisplayUnavailableError,
+    describe_error,
 )
 from agent_s.grounding import (
     AccessibilityGrounder,
@@ -70,7 +67,6 @@ from agent_s.grounding import (
     GroundingError,
     GroundingResult,
     NativeGrounder,
-    NotFound,
     Observation,
     OcrGrounder,
     build_grounder,
@@ -101,6 +97,7 @@ from agent_s.result import (
     check_postcondition,
 )
 from agent_s.safety import Approver, SafetyGate, approval_image, subject_for_action
+from agent_s.step import RunEnded, StepReport, is_interrupt, not_found_feedback
 from agent_s.trajectory import (
     GroundingEntry,
     ModelCall,
@@ -117,38 +114,6 @@ CODE_AGENT_MISSING = (
     "actions are executed by the caller): no code was run. Do the job with the other actions."
 )
 _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp"}
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """One finished step: what the model chose, where it was grounded, what happened."""
-
-    step: int
-    action: ActionModel
-    action_text: str
-    grounding: tuple[GroundingEntry, ...]
-    outcome: Outcome
-    code: str | None  # the plan as pyautogui code, or "DONE" / "FAIL" / "WAIT"
-    executed: bool
-    usage: Usage  # the run's total so far
-    entry: StepEntry
-
-    @property
-    def terminal(self) -> Literal["done", "fail"] | None:
-        if isinstance(self.action, DoneAction):
-            return "done"
-        if isinstance(self.action, FailAction):
-            return "fail"
-        return None
-
-
-class RunEnded(AgentSError):
-    """The run cannot go on (no usable reply, a refusal, the time limit): status and cause."""
-
-    def __init__(self, message: str, *, status: RunStatus, cause: Cause) -> None:
-        super().__init__(message)
-        self.status = status
-        self.cause = cause
 
 
 class Agent:
@@ -195,7 +160,7 @@ class Agent:
                               setting="--code-sandbox")  # fmt: skip
         self.reset()
 
-    # -- set-up ----------------------------------------------------------------------------------
+    # -- set-up ------
 
     def _new_meter(self) -> UsageMeter:
         return UsageMeter(Budget(self.settings.max_cost_usd, self.settings.max_tokens))
@@ -292,7 +257,9 @@ class Agent:
         try:
             report = self._step(draft, observation, execute)
         except BaseException as err:
-            self._write(draft.entry("cancelled" if _interrupt(err) else "error", _describe(err)))
+            self._write(
+                draft.entry("cancelled" if is_interrupt(err) else "error", describe_error(err))
+            )
             raise
         self._write(report.entry)
         if self.on_step is not None:
@@ -358,7 +325,7 @@ class Agent:
             executed=executed, usage=self._meter.total, entry=draft.entry(kind, detail),
         )  # fmt: skip
 
-    # -- the parts of a step ---------------------------------------------------------------------
+    # -- the parts of a step ------
 
     def _observe(self) -> Observation:
         backend = self.backend
@@ -515,7 +482,7 @@ class Agent:
                 missing.text, missing.kind, getattr(err, "grounder", self._grounder.name), None,
                 evidence=str(err)[:500], seconds=round(time.perf_counter() - start, 3),
             ))  # fmt: skip
-            draft.errors.append(_not_found_feedback(missing.text, err))
+            draft.errors.append(not_found_feedback(missing.text, err))
             return None
         finally:
             draft.timings["grounding"] = time.perf_counter() - start
@@ -622,7 +589,7 @@ class Agent:
         if self._writer is not None:
             self._writer.write_step(entry)
 
-    # -- whole runs --------------------------------------------------------------------------------
+    # -- whole runs ------
 
     def run(self, task: str, *, postcondition: Postcondition | None = None) -> RunResult:
         """Do ``task`` until done, fail, or a limit; always returns a result (and writes it)."""
@@ -653,10 +620,10 @@ class Agent:
         except (DisplayUnavailableError, DesktopSetupError) as err:
             return self.finish(RunStatus.ERROR, "desktop_error", str(err), error=err)
         except Exception as err:
-            if _interrupt(err):  # pyautogui's fail-safe: the user took the mouse to a corner
+            if is_interrupt(err):  # pyautogui's fail-safe: the user took the mouse to a corner
                 reason = "stopped by the fail-safe: the mouse was moved into a screen corner"
                 return self.finish(RunStatus.CANCELLED, "interrupted", reason)
-            self.finish(RunStatus.ERROR, "internal_error", _describe(err), error=err)
+            self.finish(RunStatus.ERROR, "internal_error", describe_error(err), error=err)
             raise
 
     def _check_time(self) -> None:
@@ -722,32 +689,12 @@ def _before_last_part(messages: Sequence[Message], text: str) -> tuple[Message, 
     return (*messages[:-1], replace(last, parts=parts))
 
 
-def _not_found_feedback(expression: str, err: GroundingError) -> str:
-    if isinstance(err, NotFound):
-        seen = ", ".join(c.describe() for c in err.candidates[:8])
-        text = f"could not find {expression!r} on the screen ({err.reason})"
-        return text + (f"; closest things seen: {seen}" if seen else "")
-    return f"could not locate {expression!r}: {err}"
-
-
 def _op_json(op: Any) -> dict[str, Any]:
     return {"op": type(op).__name__, **asdict(op)}
 
 
 def _rounded(timings: Timings) -> Timings:
     return Timings(*(round(value, 3) for value in asdict(timings).values()))
-
-
-def _interrupt(err: BaseException) -> bool:
-    """Ctrl-C, or pyautogui's fail-safe (matched by type; importing pyautogui needs a display)."""
-    kind = type(err)
-    failsafe = kind.__name__ == "FailSafeException" and kind.__module__.startswith("pyautogui")
-    return isinstance(err, KeyboardInterrupt) or failsafe
-
-
-def _describe(err: BaseException) -> str:
-    text = str(err)
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def _settings_json(settings: AgentConfig) -> dict[str, Any]:

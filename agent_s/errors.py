@@ -53,3 +53,9 @@ class WindowNotFoundError(ActionExecutionError):
         super().__init__(message)
         self.name = name
         self.open_windows = open_windows
+
+
+def describe_error(err: BaseException) -> str:
+    """``Type: message`` (or just the type when the message is empty), for results and logs."""
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_s.errors import describe_error
 from agent_s.models.types import Usage
 
 
@@ -171,7 +172,9 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
         try:
             passed = bool(check())
         except Exception as err:  # the user's check failing is its verdict, with the reason
-            return PostconditionResult(name, False, _describe(err), time.perf_counter() - start)
+            return PostconditionResult(
+                name, False, describe_error(err), time.perf_counter() - start
+            )
         detail = "returned True" if passed else "returned False"
         return PostconditionResult(name, passed, detail, time.perf_counter() - start)
     command = check if isinstance(check, CommandCheck) else CommandCheck(tuple(check))
@@ -184,15 +187,10 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
             capture_output=True, text=True, timeout=command.timeout_s, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as err:
-        return PostconditionResult(shown, False, _describe(err), time.perf_counter() - start)
+        return PostconditionResult(shown, False, describe_error(err), time.perf_counter() - start)
     output = (done.stdout + done.stderr).strip()[-300:]
     detail = f"exit status {done.returncode}" + (f": {output}" if output else "")
     return PostconditionResult(shown, done.returncode == 0, detail, time.perf_counter() - start)
-
-
-def _describe(err: BaseException) -> str:
-    text = str(err)
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 __all__ = [
