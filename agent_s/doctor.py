@@ -83,17 +83,8 @@ def _display(virtual: bool, size: tuple[int, int]) -> Iterator[str | None]:
         return
     from agent_s.desktop.virtual import VirtualDesktop
 
-    saved = {k: os.environ.get(k) for k in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")}
-    with VirtualDesktop(*size, home="temp") as desk:
-        os.environ.update({k: desk.env[k] for k in saved if k in desk.env})
-        try:
-            yield desk.display
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with VirtualDesktop(*size, home="temp") as desk, desk.exported():
+        yield desk.display
 
 
 def _tools() -> Check:

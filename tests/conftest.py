@@ -43,7 +43,6 @@ NO_XVFB = (
     "Xvfb is not installed: desktop tests need a virtual X display "
     "(apt-get install xvfb xauth openbox dbus-x11 at-spi2-core xdotool xclip)"
 )
-_SESSION_VARS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -80,16 +79,8 @@ def desktop() -> Iterator[VirtualDesktop]:
         pytest.skip(NO_XVFB)
     with VirtualDesktop(1280, 800, home="temp") as desk:
         _quiet_libreoffice(desk.home)
-        saved = {key: os.environ.get(key) for key in _SESSION_VARS}
-        os.environ.update({key: desk.env[key] for key in _SESSION_VARS})
-        try:
+        with desk.exported():
             yield desk
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

@@ -20,14 +20,35 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
 from agent_s.errors import DesktopSetupError
 
 _MARKER = "AGENT_S_VIRTUAL_DESKTOP"
+#: What a client needs to reach the desktop: the X server and the session (accessibility) bus.
+SESSION_VARS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
 _REQUIRED = ("Xvfb", "xauth")
+
+
+@contextlib.contextmanager
+def temporary_environ(**values: str | None) -> Iterator[None]:
+    """Set (or, for ``None``, unset) process environment variables until the block ends."""
+    saved = {key: os.environ.get(key) for key in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _read_line(fd: int, timeout: float, what: str) -> str:
@@ -158,6 +179,11 @@ class VirtualDesktop:
         )
         self._children.append(proc)
         return proc
+
+    def exported(self) -> contextlib.AbstractContextManager[None]:
+        """This desktop's session variables in ``os.environ`` until the block ends: pyautogui,
+        mss and AT-SPI read them from the process environment when first used."""
+        return temporary_environ(**{key: self.env.get(key) for key in SESSION_VARS})
 
     @property
     def token(self) -> str:

@@ -46,6 +46,7 @@ from PIL import Image
 from agent_s.desktop import _xproto, apps
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Button, Point
+from agent_s.desktop.virtual import temporary_environ
 from agent_s.errors import (
     ActionExecutionError,
     DesktopSetupError,
@@ -74,25 +75,6 @@ _TYPABLE_CONTROLS = {repr(c) for c in "\t\n\r"}
 _REQUIRED_TOOLS = {"xdotool": "xdotool", "xclip": "xclip"}  # program -> Debian package
 
 
-@contextlib.contextmanager
-def _environ(**values: str | None) -> Iterator[None]:
-    """Set process environment variables for a moment (python-xlib reads XAUTHORITY there)."""
-    saved = {key: os.environ.get(key) for key in values}
-    try:
-        for key, value in values.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _display_key(name: str) -> tuple[str, str]:
     """(host, display number) of a display name: ":1", ":1.0" and "unix:1" are the same."""
     host, _, rest = name.rpartition(":")
@@ -102,7 +84,7 @@ def _display_key(name: str) -> tuple[str, str]:
 
 def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
     try:
-        with _environ(XAUTHORITY=xauthority) if xauthority else contextlib.nullcontext():
+        with temporary_environ(XAUTHORITY=xauthority) if xauthority else contextlib.nullcontext():
             return Xlib.display.Display(display)
     except (Xlib.error.DisplayError, Xlib.error.ConnectionClosedError, OSError) as err:
         raise DisplayUnavailableError(
@@ -234,7 +216,7 @@ class X11Backend:
             import mss
 
             factory = getattr(mss, "MSS", None) or mss.mss  # mss >= 10.2 deprecates mss.mss
-            with _environ(XAUTHORITY=self.env.get("XAUTHORITY")):
+            with temporary_environ(XAUTHORITY=self.env.get("XAUTHORITY")):
                 self._mss = factory(display=self.display)
         return self._mss
 
