@@ -26,6 +26,7 @@ With ``--ground native`` the model gives each element's centre pixel in the imag
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -53,10 +54,11 @@ from agent_s.context import (
     measure,
     with_feedback,
 )
-from agent_s.desktop.base import DesktopBackend, perform
+from agent_s.desktop.base import DesktopBackend, WindowInfo, perform
 from agent_s.desktop.ops import Point
 from agent_s.errors import (
     ActionExecutionError,
+    AgentSError,
     DesktopSetupError,
     DisplayUnavailableError,
     describe_error,
@@ -74,6 +76,7 @@ from agent_s.grounding import (
 )
 from agent_s.grounding.accessibility import window_outline
 from agent_s.images import EncodedImage, encode_screenshot
+from agent_s.lifecycle import Terminated
 from agent_s.models.errors import BudgetExceeded, ModelError, OutputTruncated, Refused
 from agent_s.models.factory import build_provider
 from agent_s.models.profiles import ProfileRegistry
@@ -87,6 +90,7 @@ from agent_s.prompting import (
     reflection_system_prompt,
     worker_system_prompt,
 )
+from agent_s.redact import Redactor
 from agent_s.result import (
     Cause,
     Postcondition,
@@ -149,7 +153,10 @@ class Agent:
         if not isinstance(provider, MeteredProvider):  # build_provider wraps when given a meter
             raise TypeError(f"expected a metered provider, got {provider!r}")
         self._provider = provider
-        self._secrets = [model.api_key, self.grounding.api_key]
+        self._secrets = [model.api_key, self.grounding.api_key]  # kept from the code's env
+        # every secret, redacted from all requests and records (see agent_s.redact)
+        self._redactor = Redactor([*self._secrets, *self.settings.secrets], environ=os.environ)
+        provider.redactor = self._redactor
         self._ocr = OcrGrounder()
         self._grounder = grounder or self._build_grounder(retry)
         self._own_a11y: AccessibilityGrounder | None = None  # when the grounder has none
@@ -170,8 +177,9 @@ class Agent:
         settings = self.grounding.settings()
         if settings is not None and self.grounding.mode in ("model", "auto"):
             ground_model = MeteredProvider(
-                build_provider(settings, retry=retry, on_retry=self._on_retry), self._meter
-            )
+                build_provider(settings, retry=retry, on_retry=self._on_retry), self._meter,
+                redactor=self._redactor,
+            )  # fmt: skip
         return build_grounder(
             self.grounding.mode, model=ground_model, native_spec=self._profile.image_spec,
             ocr=self._ocr,
@@ -234,7 +242,9 @@ class Agent:
         self.reset()
         self._task = task.strip()
         if self.settings.record_dir is not None:
-            self._writer = TrajectoryWriter.create(self.settings.record_dir, secrets=self._secrets)
+            self._writer = TrajectoryWriter.create(
+                self.settings.record_dir, redactor=self._redactor
+            )
             self._writer.write_run({
                 "task": self._task, "started_at": self._started_at,
                 "model": self.model.model, "provider": self.model.provider,
@@ -309,6 +319,7 @@ class Agent:
         draft.action, draft.reply = action, reply
         points = self._ground(draft, action, observation, sent)
         outcome, executed = self._act(draft, action, points, execute, observation)
+        outcome = replace(outcome, detail=self._redactor.text(outcome.detail))
 
         groundings = tuple(
             Grounding(g.target, g.grounder, Point(*g.point) if g.point else None)
@@ -376,7 +387,8 @@ class Agent:
         window = observation.active_window
         if window is None or not lines:
             return None, "no named elements in the active window"
-        text = accessibility_snapshot(f"{window.app}: {window.title}", lines, total)
+        text = self._redactor.text(accessibility_snapshot(f"{window.app}: {window.title}", lines,
+                                                          total))  # fmt: skip
         return text, f"{len(lines)} of {total} elements"
 
     def _call(self, draft: StepDraft, messages: Sequence[Message], purpose: str) -> Any:
@@ -511,7 +523,10 @@ class Agent:
             draft.code = action.to_pyautogui(points)
             draft.errors.append(CODE_AGENT_MISSING)
             return Outcome.failure(CODE_AGENT_MISSING), False
-        subject = subject_for_action(action, points, observation.windows, call_text(action))
+        # Judged against the windows as they are now, not as the model saw them seconds ago: a
+        # window that appeared meanwhile (a slow `open`) gets the keys, so it decides.
+        windows = self._current_windows(observation) if execute else observation.windows
+        subject = subject_for_action(action, points, windows, call_text(action))
         decision = self._gate.check(
             subject, step=draft.step, ask=not self.settings.dry_run,
             image=lambda: self._approval_image(draft, observation, points, subject.window),
@@ -537,7 +552,8 @@ class Agent:
             return Outcome.success("not executed (dry run)" if self.settings.dry_run else ""), False
         start = time.perf_counter()
         try:
-            perform(self.backend, plan)
+            guard = self._gate.guard(subject, decision, self.backend.windows)
+            perform(self.backend, plan, before=guard)
         except (ActionExecutionError, ValueError) as err:
             draft.errors.append(f"{type(err).__name__}: {err}")
             return Outcome.failure(str(err)), False
@@ -547,6 +563,12 @@ class Agent:
         if self.settings.settle_seconds:
             time.sleep(self.settings.settle_seconds)
         return Outcome.success(), True
+
+    def _current_windows(self, observation: Observation) -> Sequence[WindowInfo]:
+        try:
+            return self.backend.windows()
+        except AgentSError:  # the window list is unavailable: judge by the observation's
+            return observation.windows
 
     def _approval_image(
         self, draft: StepDraft, observation: Observation, points: list[Point], window: Any
@@ -568,7 +590,7 @@ class Agent:
         agent = CodeAgent(
             lambda messages: self._call(draft, messages, "code"), self.settings.code,
             self._system[0], self._gate, env=getattr(self._backend, "env", None),
-            secrets=self._secrets, step=draft.step,
+            secrets=self._secrets, redactor=self._redactor, step=draft.step,
         )  # fmt: skip
         start = time.perf_counter()
         try:
@@ -612,8 +634,9 @@ class Agent:
         except BudgetExceeded as err:
             cause: Cause = "budget_cost" if err.kind == "cost" else "budget_tokens"
             return self.finish(RunStatus.BUDGET_EXCEEDED, cause, str(err))
-        except KeyboardInterrupt:
-            return self.finish(RunStatus.CANCELLED, "interrupted", "interrupted by the user")
+        except KeyboardInterrupt as stop:  # Ctrl-C, or a stop signal: "interrupted by SIGTERM"
+            reason = str(stop) if isinstance(stop, Terminated) else "interrupted by the user"
+            return self.finish(RunStatus.CANCELLED, "interrupted", reason)
         except ModelError as err:
             reason = f"the model call failed: {err}"
             return self.finish(RunStatus.ERROR, "model_error", reason, error=err)
@@ -658,6 +681,8 @@ class Agent:
         error: BaseException | None = None,
     ) -> RunResult:
         """End the task: the result, written to ``result.json`` when recording."""
+        reason = self._redactor.text(reason)
+        answer = self._redactor.text(answer) if answer is not None else None
         result = RunResult(
             task=self._task, status=status, cause=cause, reason=reason, answer=answer,
             steps=len(self._records), usage=self._meter.total, model_calls=self._calls,
@@ -700,6 +725,7 @@ def _rounded(timings: Timings) -> Timings:
 def _settings_json(settings: AgentConfig) -> dict[str, Any]:
     data = asdict(settings)
     data["record_dir"] = str(settings.record_dir) if settings.record_dir else None
+    data["secrets"] = len(settings.secrets)  # how many, never which
     return data
 
 

@@ -16,6 +16,10 @@ What the GUI worker gets is built from what happened, not only from the model's 
 it ended, the model's summary, the files created / modified / deleted in the working folder
 (compared before and after), and the real output of the last blocks. Every turn is handed to
 ``on_substep`` as it ends (the trajectory's sub-steps).
+
+Secrets the code prints (a key read from a file, a password from the environment) never leave:
+the turns handed to ``on_substep``, the output fed back to the code model and the text for the
+GUI worker are redacted (``agent_s.redact``) before they go anywhere.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +45,7 @@ from agent_s.config import CodeAgentConfig
 from agent_s.models.errors import OutputTruncated, Refused
 from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform, code_agent_system_prompt, load_template
+from agent_s.redact import Redactor
 from agent_s.safety import SafetyGate, subject_for_code
 from agent_s.trajectory import ModelCall
 
@@ -190,15 +195,19 @@ class CodeAgent:
         *,
         env: Mapping[str, str] | None = None,
         secrets: Sequence[str | None] = (),
+        redactor: Redactor | None = None,
         step: int | None = None,
         ask: bool = True,
     ) -> None:
+        """``secrets``: values kept out of the code's environment (and redacted); ``redactor``:
+        the run's, for everything the code agent reports (default: one for ``secrets``)."""
         self.complete = complete
         self.settings = settings
         self.platform = platform
         self.gate = gate
         self.env = dict(env) if env is not None else None
         self.secrets = tuple(s for s in secrets if s)
+        self.redactor = redactor if redactor is not None else Redactor(self.secrets)
         self.step = step
         self.ask = ask
         home = (self.env or os.environ).get("HOME") or str(Path.home())
@@ -237,33 +246,37 @@ class CodeAgent:
         status: Status = "max_steps"
         summary = ""
         turn = 0
+        redact = self.redactor.text
         try:
             runner = CodeRunner(self.runner_settings())
         except CodeRunnerError as err:  # e.g. a working folder that does not exist
-            text = f"The code agent could not start, so no code was run: {err}."
-            return CodeAgentReport("fail", task, str(err), 0, (), FileChanges(self.workdir), text)
+            text = redact(f"The code agent could not start, so no code was run: {err}.")
+            return CodeAgentReport("fail", task, redact(str(err)), 0, (),
+                                   FileChanges(self.workdir), text)  # fmt: skip
         with runner:
             for turn in range(1, limit + 1):
                 record: dict[str, Any] = {"substep": turn, "started_at": round(time.time(), 3)}
                 text, reply = self._ask(messages, record)
                 if reply is None:  # the model refused: the code agent cannot go on
                     status, summary = "fail", record["error"]
-                    on_substep(record)
+                    on_substep(self.redactor.data(record))
                     break
                 try:
                     feedback = self._turn(turn, limit - turn, reply, record, runner, runs)
                 except KeyboardInterrupt:  # the kill switch: the block is dead; say what it was
                     record["kind"] = "interrupted"
-                    on_substep(record)
+                    on_substep(self.redactor.data(record))
                     raise
-                on_substep(record)
+                on_substep(self.redactor.data(record))
                 if reply.kind == "final":
                     status, summary = reply.status or "fail", reply.summary
                     break
-                messages += [Message.text("assistant", text or "(empty reply)"),
-                             Message.text("user", feedback)]  # fmt: skip
+                messages += [Message.text("assistant", redact(text) or "(empty reply)"),
+                             Message.text("user", redact(feedback))]  # fmt: skip
         changes = FileChanges.between(self.workdir, before, snapshot(self.workdir))
-        text = worker_text(status, turn, summary, runs, changes, self.settings.summary_chars)
+        summary = redact(summary)
+        limit = self.settings.summary_chars
+        text = redact(worker_text(status, turn, summary, runs, changes, limit))
         return CodeAgentReport(status, task, summary, turn, tuple(runs), changes, text)
 
     def _ask(self, messages: list[Message], record: dict[str, Any]) -> tuple[str, CodeReply | None]:
@@ -311,7 +324,7 @@ class CodeAgent:
             record["kind"] = "refused"
             return template.render("refused", step=turn, reason=decision.message,
                                    remaining=remaining)  # fmt: skip
-        run = runner.run(reply.language, reply.code)
+        run = self._redacted(runner.run(reply.language, reply.code))  # before any clipping
         runs.append((turn, run))
         record["run"] = run.to_json()
         output = model_output(run, self.settings.model_output_chars)
@@ -322,6 +335,13 @@ class CodeAgent:
         return template.render("result", step=turn, language=run.language,
                                exit_status=run.exit_status, output=output,
                                remaining=remaining)  # fmt: skip
+
+    def _redacted(self, run: CodeRun) -> CodeRun:
+        redact = self.redactor.text
+        return replace(
+            run, stdout=replace(run.stdout, text=redact(run.stdout.text)),
+            stderr=replace(run.stderr, text=redact(run.stderr.text)), error=redact(run.error),
+        )  # fmt: skip
 
 
 def _stopped_reason(run: CodeRun, timeout_s: float) -> str:

@@ -8,17 +8,27 @@ The code is written to a file in a scratch folder (one per runner, removed on cl
 as that file by the interpreter: ``[python3, -u, FILE]`` or ``[bash, FILE]``, an argv list,
 never a shell string. The working directory is ``workdir``; stdin is empty. The process gets a
 session (and process group) of its own, an address-space limit (``prlimit``, or ``setrlimit``
-in the child when prlimit is missing) and an environment without the agent's secrets.
+in the child when prlimit is missing) and an environment without the agent's secrets. It runs
+under a launcher, in a PID namespace of its own with a fresh /proc whenever this machine allows
+one (``agent_s.containment``): the agent's processes, and so its environment and memory, are
+not visible to it, and everything the block started, double-forked daemons included, is ended
+when the block's process ends. ``containment_problem()`` says when no PID namespace can be
+made here (then a subreaper launcher still ends every process, but the code sees /proc).
 
 stdout and stderr are read as they arrive and only ``head`` + ``tail`` bytes of each are kept,
 so 50 MB of output never sits in memory; what was left out is marked in the text. When the time
 limit passes, when the block ends while leaving processes behind, or when the caller is
-interrupted (Ctrl-C), every process of the block's session is killed: nothing outlives a block.
+interrupted (Ctrl-C), every process of the block is killed: nothing outlives a block.
+``killed_leftovers`` counts the processes still running when the block's own process ended.
 
 ``sandbox="bwrap"`` runs the interpreter under bubblewrap: the whole file system read-only
-except ``workdir``, the extra ``writable`` folders and the scratch folder, a private /dev and
-/proc, new PID/IPC/UTS namespaces and no network. ``sandbox_problem()`` says why bubblewrap
-cannot run on this machine (``None`` when it can); a runner is never silently unsandboxed.
+except ``workdir``, the extra ``writable`` folders and the scratch folder; empty /tmp and /run
+(no X display socket, no session or system bus); no network; new PID/IPC/UTS namespaces, no
+capabilities; a short environment without DISPLAY, XAUTHORITY or the bus address, and HOME a
+fresh empty folder (``scratch/home``; ``workdir`` stays the current, writable folder even when
+it is the real home). See ``agent_s.containment`` for the details and what is not covered.
+``sandbox_problem()`` says why bubblewrap cannot run on this machine (``None`` when it can); a
+runner is never silently unsandboxed.
 """
 
 from __future__ import annotations
@@ -26,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import resource
 import selectors
 import shutil
@@ -40,16 +49,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_s.containment import (
+    containment_argv,
+    containment_problem,
+    end_block,
+    launcher_argv,
+    launcher_file,
+    read_report,
+    sandbox_argv,
+    sandbox_environment,
+)
 from agent_s.errors import AgentSError
+from agent_s.redact import without_secrets
 
 Language = Literal["python", "bash"]
 LANGUAGES: tuple[Language, ...] = ("python", "bash")
 _SUFFIX = {"python": ".py", "bash": ".sh"}
 _CHUNK = 65536
 _DRAIN_SECONDS = 0.5  # after the block's process ends, for output still in flight
-_KILL_GRACE = 0.3  # SIGTERM -> SIGKILL
-# Environment variables never passed to code: API keys, tokens, passwords.
-_SECRET_NAME = re.compile(r"API_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSW|CREDENTIAL", re.IGNORECASE)
 
 
 class CodeRunnerError(AgentSError):
@@ -176,7 +193,8 @@ def sandbox_problem() -> str | None:
     if exe is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-            "--die-with-parent", "--", "true"]  # fmt: skip
+            "--die-with-parent", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else []),
+            "--", "true"]  # fmt: skip
     try:
         probe = subprocess.run(argv, capture_output=True, timeout=15, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -191,8 +209,7 @@ def code_environment(
     base: Mapping[str, str], secrets: Iterable[str] = (), **extra: str
 ) -> dict[str, str]:
     """``base`` without variables that look secret (by name) or hold one of ``secrets``."""
-    hidden = {s for s in secrets if s}
-    env = {k: v for k, v in base.items() if not _SECRET_NAME.search(k) and v not in hidden}
+    env = without_secrets(base, secrets)
     env.update(extra)
     return env
 
@@ -212,6 +229,7 @@ class CodeRunner:
         if not self.workdir.is_dir():
             raise CodeRunnerError(f"the code working folder {self.workdir} does not exist")
         self.scratch = Path(tempfile.mkdtemp(prefix="agent-s-code-"))
+        (self.scratch / "home").mkdir()  # the sandbox's HOME
         self._count = 0
 
     def __enter__(self) -> CodeRunner:
@@ -239,28 +257,36 @@ class CodeRunner:
             return CodeRun(language, None, empty, empty, 0.0, error=f"{missing} is not installed")
         argv = [*interpreter, str(script)]
         start = time.monotonic()
+        report, report_w = os.pipe()  # the launcher's "status leftovers" line
         try:
             proc = subprocess.Popen(
-                self._wrap(argv), cwd=self.workdir, env=self._env(),
+                self._wrap(argv, report_w), cwd=self.workdir, env=self._env(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, preexec_fn=self._preexec(),
+                start_new_session=True, preexec_fn=self._preexec(), pass_fds=(report_w,),
             )  # fmt: skip
         except OSError as err:
+            os.close(report)
             return CodeRun(language, None, empty, empty, 0.0, error=str(err))
+        finally:
+            os.close(report_w)
         half = self.settings.output_bytes // 2
         out, err = _HeadTail(half, half), _HeadTail(half, half)
         try:
             timed_out, leftovers = self._collect(proc, out, err, start)
+            raw, reported = read_report(report)
         except BaseException:  # Ctrl-C (the kill switch) or anything else: nothing survives
-            _kill_session(proc.pid)
+            end_block(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5)
             raise
         finally:
+            os.close(report)
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
         status = proc.returncode
+        if raw is not None and not timed_out:  # the block's own status, not the wrapper's
+            status, leftovers = os.waitstatus_to_exitcode(raw), leftovers + reported
         killed_by = -status if status is not None and status < 0 else None
         if timed_out:
             killed_by = None
@@ -291,12 +317,12 @@ class CodeRunner:
                     break
                 if not timed_out and now >= deadline:
                     timed_out = True
-                    _kill_session(proc.pid)
+                    end_block(proc.pid)
                     give_up = now + 1.0
                 if ended_at is None and proc.poll() is not None:
                     ended_at = now
                 if ended_at is not None and give_up is None and now - ended_at > _DRAIN_SECONDS:
-                    leftovers = _kill_session(proc.pid)
+                    leftovers = end_block(proc.pid)
                     give_up = now + 1.0
                 wait = min(0.2, max(deadline - now, 0.01))
                 for key, _ in selector.select(wait):
@@ -312,9 +338,9 @@ class CodeRunner:
             proc.wait(max(deadline - time.monotonic(), 0) + 0.5 if not timed_out else 5)
         except subprocess.TimeoutExpired:  # pipes closed early but the process goes on
             timed_out = True
-            _kill_session(proc.pid)
+            end_block(proc.pid)
             proc.wait(5)
-        leftovers += _kill_session(proc.pid)  # whatever it started, once it is gone
+        leftovers += end_block(proc.pid)  # whatever it started, once it is gone
         return timed_out, leftovers
 
     # -- how it is started ----------------------------------------------------------------------
@@ -330,10 +356,18 @@ class CodeRunner:
             python = shutil.which("python3", path=path) or sys.executable
         return [python, "-u"] if python else None
 
-    def _wrap(self, argv: list[str]) -> list[str]:
-        """The argv with the memory limit (prlimit) and the sandbox (bwrap) around it."""
+    def _wrap(self, argv: list[str], report_fd: int) -> list[str]:
+        """The argv with the launcher, the sandbox (bwrap) or the PID namespace, and the
+        memory limit (prlimit) around it."""
+        argv = launcher_argv(report_fd, argv)
         if self.settings.sandbox == "bwrap":
-            argv = self._bwrap(argv)
+            folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
+            argv = [*sandbox_argv(
+                shutil.which("bwrap") or "bwrap", writable=[*folders, self.scratch],
+                env=self._env(), session=self._base(), kept=[argv[0], launcher_file()],
+            ), *argv]  # fmt: skip
+        else:
+            argv = [*containment_argv(), *argv]
         limit = self.settings.memory_mb
         prlimit = shutil.which("prlimit")
         if limit is not None and prlimit is not None:
@@ -353,90 +387,22 @@ class CodeRunner:
 
         return limit_memory
 
-    def _bwrap(self, argv: list[str]) -> list[str]:
-        exe = shutil.which("bwrap") or "bwrap"
-        wrapped = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                   "--unshare-all", "--die-with-parent", "--new-session"]  # fmt: skip
-        folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
-        for folder in [*folders, self.scratch]:
-            resolved = folder.resolve()
-            if resolved.is_dir():
-                wrapped += ["--bind", str(resolved), str(resolved)]
-        return [*wrapped, "--chdir", str(self.workdir), "--", *argv]
+    def _base(self) -> Mapping[str, str]:
+        return self.settings.env if self.settings.env is not None else os.environ
 
     def _env(self) -> dict[str, str]:
-        base = self.settings.env if self.settings.env is not None else os.environ
-        return code_environment(
-            base, self.settings.secrets, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8",
+        env = code_environment(
+            self._base(), self.settings.secrets, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8",
             PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(self.scratch),
         )  # fmt: skip
-
-
-# -- ending processes ----------------------------------------------------------------------------
-
-
-def _block_processes(leader: int) -> list[int]:
-    """The block's live processes: those in its session or process group, and every
-    descendant of its first process (also one that started a session of its own). Linux /proc;
-    elsewhere only the process group is known (``killpg``)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
-    parents: dict[int, int] = {}
-    found = set()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[0] in ("Z", "X"):
-                continue
-            pid = int(entry.name)
-            parents[pid] = int(fields[1])
-            if leader in (int(fields[2]), int(fields[3])):
-                found.add(pid)
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents.items():
-        children.setdefault(parent, []).append(pid)
-    queue = [leader] if leader in parents else []
-    while queue:
-        pid = queue.pop()
-        found.add(pid)
-        queue.extend(children.get(pid, ()))
-    found.discard(os.getpid())
-    return sorted(found)
-
-
-def _kill_session(leader: int) -> int:
-    """End every process of the block (``_block_processes``): SIGTERM, then SIGKILL. Returns
-    how many were running. A daemon that detached itself before this (double fork) escapes
-    outside the sandbox; under bwrap the PID namespace ends with the block."""
-    members = _block_processes(leader)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(leader, sig)
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + _KILL_GRACE
-        while time.monotonic() < deadline and _alive(members):
-            time.sleep(0.02)
-        if not _alive(members):
-            break
-    return len(members)
-
-
-def _alive(pids: Iterable[int]) -> bool:
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError):
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state not in ("Z", "X"):
-                return True
-    return False
+        if self.settings.sandbox == "bwrap":
+            return sandbox_environment(env, home=self.scratch / "home", tmpdir=self.scratch)
+        return env
 
 
 __all__ = [
     "LANGUAGES", "Captured", "CodeRun", "CodeRunner", "CodeRunnerError", "Language",
     "RunnerSettings",
-    "SandboxUnavailable", "clip_middle", "code_environment", "sandbox_problem",
+    "SandboxUnavailable", "clip_middle", "code_environment", "containment_problem",
+    "sandbox_problem",
 ]  # fmt: skip

@@ -18,7 +18,9 @@ from the usual variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
 
 The configuration file (``$AGENT_S_CONFIG`` or ``~/.config/agent-s/config.toml``) may hold
 ``[safety]`` (mode, allow lists, ``[[safety.rules]]``) and ``[code_agent]`` tables; see
-``SafetyConfig.from_mapping`` and ``CodeAgentConfig.from_mapping``.
+``SafetyConfig.from_mapping`` and ``CodeAgentConfig.from_mapping``. Its ``[secrets]`` table
+(``env`` variable names, ``files`` holding values) and ``AGENT_S_SECRET_ENV`` (comma-separated
+names) mark values that are never written or sent to a model: ``read_secrets``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
@@ -352,6 +354,12 @@ class SafetyConfig:
         mode = environ.get("AGENT_S_SAFETY", "").strip()
         return replace(self, mode=cast(SafetyMode, mode)) if mode else self
 
+    def to_mapping(self) -> dict[str, Any]:
+        """The ``[safety]`` table that ``from_mapping`` reads back (for harness workers)."""
+        rules = [{k: v for k, v in asdict(rule).items() if v} for rule in self.rules]
+        return {"mode": self.mode, "allow_apps": list(self.allow_apps),
+                "allow_paths": list(self.allow_paths), "rules": rules}  # fmt: skip
+
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], default_mode: str = "auto") -> SafetyConfig:
         """From the ``[safety]`` table: mode, allow_apps, allow_paths, ``[[safety.rules]]``."""
@@ -419,6 +427,16 @@ class CodeAgentConfig:
             values["max_steps"] = int(steps)
         return replace(self, **values) if values else self
 
+    def to_mapping(self) -> dict[str, Any]:
+        """The ``[code_agent]`` table that ``from_mapping`` reads back (for harness workers)."""
+        table = asdict(self)
+        table["timeout"] = table.pop("timeout_s")
+        del table["workdir"]
+        if self.workdir is not None:
+            table["workdir"] = str(self.workdir)
+        table["writable"] = [str(w) for w in self.writable]
+        return table
+
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any]) -> CodeAgentConfig:
         """From the ``[code_agent]`` table; ``timeout`` is in seconds, paths may use ``~``."""
@@ -443,18 +461,21 @@ def read_config_file(
     *,
     environ: Mapping[str, str] | None = None,
     default_mode: SafetyMode = "auto",
+    default_sandbox: SandboxName = "none",
 ) -> tuple[SafetyConfig, CodeAgentConfig]:
     """The edge: the ``[safety]`` and ``[code_agent]`` tables of the configuration file
     (``path``, ``$AGENT_S_CONFIG`` or ``~/.config/agent-s/config.toml``); defaults when the
     default file is missing. A file the user named that is missing, or bad TOML, is an error.
-    ``default_mode``: the safety mode when the file names none (the CLI's is ``confirm``)."""
+    ``default_mode``: the safety mode when the file names none (the CLI's is ``confirm``);
+    ``default_sandbox``: the code sandbox when the file names none (``bench run``'s is bwrap
+    where bubblewrap works)."""
     explicit = path is not None
     if path is None:
         path, explicit = config_path(_env(environ))
     if not path.is_file():
         if explicit:
             raise ConfigError(f"configuration file {path} does not exist", setting="--config")
-        return SafetyConfig(mode=default_mode), CodeAgentConfig()
+        return SafetyConfig(mode=default_mode), CodeAgentConfig(sandbox=default_sandbox)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
@@ -468,9 +489,70 @@ def read_config_file(
         tables.append(table)
     try:
         safety = SafetyConfig.from_mapping(tables[0], default_mode)
-        return safety, CodeAgentConfig.from_mapping(tables[1])
+        code = dict(tables[1])
+        code.setdefault("sandbox", default_sandbox)
+        return safety, CodeAgentConfig.from_mapping(code)
     except (ConfigError, TypeError) as err:
         raise ConfigError(f"{path}: {err}", setting=getattr(err, "setting", "--config")) from err
+
+
+@dataclass(frozen=True)
+class SecretsConfig:
+    """Values the user marks secret (redacted everywhere, ``agent_s.redact``): ``env`` names
+    environment variables holding one; each non-empty line of each of ``files`` is one. API
+    keys, and variables whose name looks secret (``*_TOKEN``, ``*PASSWORD*``), need no mark."""
+
+    env: tuple[str, ...] = ()
+    files: tuple[Path, ...] = ()
+
+    def with_env(self, environ: Mapping[str, str]) -> SecretsConfig:
+        """Plus the names in ``AGENT_S_SECRET_ENV`` (comma-separated)."""
+        raw = environ.get("AGENT_S_SECRET_ENV", "")
+        names = tuple(n.strip() for n in raw.split(",") if n.strip())
+        return replace(self, env=(*self.env, *names)) if names else self
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any]) -> SecretsConfig:
+        """From the ``[secrets]`` table: ``env = ["DB_PASSWORD"]``, ``files = ["~/.pw"]``."""
+        _unknown(table, ("env", "files"), "secrets")
+        files = _strings(table.get("files", ()), "secrets.files")
+        env = _strings(table.get("env", ()), "secrets.env")
+        return cls(env, tuple(Path(f).expanduser() for f in files))
+
+    def values(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The values: each named variable's (an unset one has none), each file's lines. A
+        file that cannot be read is an error: a secret the user named must not be missed."""
+        found = [environ.get(name, "").strip() for name in self.env]
+        for path in self.files:
+            try:
+                found += path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as err:
+                raise ConfigError(f"cannot read secret file {path} ([secrets] files): {err}",
+                                  setting="secrets.files") from err  # fmt: skip
+        return tuple(dict.fromkeys(v.strip() for v in found if v.strip()))
+
+
+def read_secrets(
+    path: Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The edge: the values marked secret by ``[secrets]`` in the configuration file (as in
+    ``read_config_file``) and by ``AGENT_S_SECRET_ENV``, for ``AgentConfig.secrets``."""
+    env = _env(environ)
+    explicit = path is not None
+    if path is None:
+        path, explicit = config_path(env)
+    table: Any = {}
+    if path.is_file():
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8")).get("secrets", {})
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise ConfigError(f"cannot read configuration file {path}: {err}",
+                              setting="--config") from err  # fmt: skip
+    elif explicit:
+        raise ConfigError(f"configuration file {path} does not exist", setting="--config")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}: [secrets] must be a table", setting="secrets")
+    return SecretsConfig.from_mapping(table).with_env(env).values(env)
 
 
 @dataclass(frozen=True)
@@ -494,6 +576,8 @@ class AgentConfig:
     a11y_snapshot: bool = False
     safety: SafetyConfig = field(default_factory=lambda: SafetyConfig())  # the SDK: "auto"
     code: CodeAgentConfig = field(default_factory=lambda: CodeAgentConfig())
+    # values never written or sent to a model, besides the API keys (``read_secrets``)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -540,6 +624,7 @@ class AgentConfig:
         values["desktop_name"] = desktop
         values["safety"] = SafetyConfig().with_env(env)
         values["code"] = CodeAgentConfig().with_env(env)
+        values["secrets"] = SecretsConfig().with_env(env).values(env)  # AGENT_S_SECRET_ENV
         values.update({k: v for k, v in explicit.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -547,6 +632,6 @@ class AgentConfig:
 __all__ = [
     "DEFAULT_MAX_STEPS", "PROVIDERS", "AgentConfig", "CodeAgentConfig", "ConfigError",
     "GroundModeName", "GroundingConfig", "ModelConfig", "ProviderName", "RuleEffect",
-    "SafetyConfig", "SafetyMode", "SafetyRule", "SandboxName", "fold_key", "key_combo",
-    "read_config_file",
+    "SafetyConfig", "SafetyMode", "SafetyRule", "SandboxName", "SecretsConfig", "fold_key",
+    "key_combo", "read_config_file", "read_secrets",
 ]  # fmt: skip

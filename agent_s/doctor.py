@@ -71,6 +71,7 @@ def run_checks(
             checks.extend(_desktop_checks(display))
         checks.append(_tesseract())
         checks.append(_accessibility(display))
+        checks.append(_code_containment())
     if providers is not None:
         checks.extend(providers())
     return DoctorReport(tuple(checks), display or "")
@@ -142,6 +143,21 @@ def _desktop_checks(display: str) -> list[Check]:
     attempt("capture", capture)
     attempt("input", pointer)
     return checks
+
+
+def _code_containment() -> Check:
+    """How model-written code will run: contained (a PID namespace), and sandboxable (bwrap)."""
+    from agent_s.code_runner import containment_problem, sandbox_problem
+
+    contained, sandbox = containment_problem(), sandbox_problem()
+    if contained is not None:
+        return Check("code sandbox", "warn", contained,
+                     f"{_APT} bubblewrap, or enable unprivileged user namespaces")  # fmt: skip
+    if sandbox is not None:
+        return Check("code sandbox", "warn", f"code runs in its own PID namespace, but "
+                     f"--code-sandbox bwrap cannot be used: {sandbox}", f"{_APT} bubblewrap")
+    return Check("code sandbox", "ok", "code runs in its own PID namespace; --code-sandbox "
+                 "bwrap works")  # fmt: skip
 
 
 def _tesseract() -> Check:
@@ -234,7 +250,7 @@ def provider_checks(
         checks.append(Check(
             "model", "warn", "no model configured: agent-s run cannot start",
             "pass --model NAME and --provider, or set AGENT_S_MODEL and AGENT_S_PROVIDER "
-            "(the key: --api-key, or OPENAI_API_KEY / ANTHROPIC_API_KEY)",
+            "(the key: OPENAI_API_KEY / ANTHROPIC_API_KEY, or --api-key-file PATH)",
         ))  # fmt: skip
     else:
         try:

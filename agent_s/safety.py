@@ -4,13 +4,26 @@
     decision = gate.check(subject_for_code("bash", "rm -r build"))
     decision.allowed, decision.decided_by        # (True, "approver") if my_callback said yes
 
-The policy (``Policy``) looks at what an action would do (``Subject``) and finds its risks:
-running code, typing into a terminal (the window that gets the text is a terminal emulator),
-pasting into a terminal, key combinations that end a session or close windows without saving
-(``RISKY_KEYS``), opening an application or file outside the allow lists, and whatever a
-user's ``risky`` rule matches. User rules decide first: ``deny`` beats ``allow`` beats the
-rest. Then the mode: ``auto`` allows, ``confirm`` asks when there is a risk, ``confirm-all``
-asks for every action that does something, ``deny-risky`` refuses what is risky.
+The policy (``Policy``) judges what an action will do, not its name: the action is planned into
+primitive operations and walked with the keyboard focus (``agent_s.effects``), so each key,
+character, click, launch and focus change is tied to the window that receives it (after any
+window switch the action itself makes). Its risks: running code; any characters or keys (not
+only modifiers) reaching a terminal emulator, whichever action carries them (``type``,
+``hotkey``, ``hold_and_press``, ``set_cell_values`` aimed at a terminal); keys reaching a window
+that cannot be identified beforehand (after alt+tab inside ``hold_and_press``, say); pasting into
+a terminal (keys, middle click, a drop, its right-click or modifier-click menus); key
+combinations that end a session, close without saving or launch programs (``RISKY_KEYS``);
+opening an application, URL, program or desktop entry outside the allow lists (and, when
+``allow_apps`` is set, switching to an application outside it); whatever a user's ``risky``
+rule matches. An action or operation the gate does not know is refused in every mode.
+
+User rules decide next: ``deny`` beats ``allow`` beats the rest (an ``apps`` allow rule covers
+an action only when every window it reaches is listed). Then the mode: ``auto`` allows,
+``confirm`` asks when there is a risk, ``confirm-all`` asks for every action that does
+something, ``deny-risky`` refuses what is risky. The agent judges an action against the windows
+as they are when it runs, and ``SafetyGate.guard`` judges each operation again just before it is
+carried out, so a window that takes the focus meanwhile cannot receive what was approved for
+another.
 
 "Ask" goes to the approver (the SDK's callback, ``cli.approve`` in the CLI) with the exact
 text or code and, for screen actions, a crop of the screen with the target marked. When no
@@ -24,36 +37,32 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from PIL import Image, ImageDraw
+from typing_extensions import assert_never
 
 from agent_s.actions import (
     ACTION_MODELS,
-    ActionModel,
-    CallCodeAgentAction,
-    ClickAction,
-    DragAndDropAction,
-    HighlightTextSpanAction,
-    HoldAndPressAction,
-    HotkeyAction,
-    OpenAction,
-    SaveToKnowledgeAction,
-    ScrollAction,
-    SetCellValuesAction,
-    SwitchApplicationsAction,
-    TypeAction,
-    WaitAction,
 )
-from agent_s.config import ConfigError, SafetyConfig, fold_key, key_combo
+from agent_s.config import ConfigError, SafetyConfig, key_combo
+from agent_s.desktop import ops
 from agent_s.desktop.base import Screenshot, WindowInfo
 from agent_s.desktop.ops import Point
+from agent_s.effects import (
+    RUN_CODE,
+    Effect,
+    Subject,
+    plan_effects,
+    subject_for_action,
+    subject_for_code,
+)
+from agent_s.errors import ActionExecutionError
 
 Verdict = Literal["allow", "ask", "deny"]
-RUN_CODE = "run_code"
 
 #: Window classes (WM_CLASS, lower case) of terminal emulators; any class containing "term"
 #: counts too (xterm, uxterm, gnome-terminal-server, xfce4-terminal, ...).
@@ -80,6 +89,10 @@ RISKY_KEYS: tuple[tuple[str, str], ...] = (
     ("command+option+escape", "opens the force-quit dialog"),
     ("ctrl+command+q", "locks the screen"),
     ("sleep", "suspends the computer"),
+    ("ctrl+alt+t", "opens a terminal on many desktops"),
+    ("alt+f2", "opens a run-a-command dialog"),
+    ("alt+f1", "opens the application launcher"),
+    ("win", "opens the desktop's launcher or runs its shortcuts"),
     *((f"ctrl+alt+f{n}", "switches to another virtual console") for n in range(1, 13)),
 )
 _TERMINAL_PASTE = (frozenset({"ctrl", "shift", "v"}), frozenset({"shift", "insert"}))
@@ -101,90 +114,6 @@ class Risk:
 
     key: str
     reason: str
-
-
-@dataclass(frozen=True)
-class Subject:
-    """What the policy judges: one action, or one block of code, and what it acts on."""
-
-    action: str  # the action's name, or "run_code"
-    description: str  # the action as one call, e.g. agent.type(text='ls')
-    shown: str = ""  # the exact text, code or target, as an approver must see it
-    texts: tuple[str, ...] = ()  # what ``text`` rules are matched against
-    keys: tuple[frozenset[str], ...] = ()  # key combinations pressed, names folded
-    app: str | None = None  # the window class acted on, or the app / file opened
-    window: WindowInfo | None = None  # the window the action goes to, when known
-    points: tuple[Point, ...] = ()
-    language: str | None = None  # code: "python" or "bash"
-    button: str | None = None  # click: the mouse button
-    inert: bool = False  # does nothing on the desktop (wait, notes)
-    delegates: bool = False  # call_code_agent: each block is judged when it is written
-
-    @property
-    def noun(self) -> str:
-        return "code block" if self.action == RUN_CODE else "action"
-
-
-def subject_for_code(language: str, code: str) -> Subject:
-    return Subject(RUN_CODE, f"run {language} code ({len(code.splitlines())} lines)", code,
-                   (code,), language=language)  # fmt: skip
-
-
-def subject_for_action(
-    action: ActionModel, points: Sequence[Point], windows: Sequence[WindowInfo], text: str
-) -> Subject:
-    """The subject of a GUI action; ``windows`` front-most first; ``text`` its call text."""
-    points = tuple(points)
-    window = _window_at(points[0], windows) if points else None
-    window = window or next((w for w in windows if w.active), None)
-    app = window.app if window is not None else None
-    base: dict[str, Any] = {"description": text, "window": window, "points": points, "app": app}
-    name = action.action
-    match action:
-        case TypeAction():
-            shown = action.text + ("\n" if action.enter else "")
-            return Subject(name, shown=shown, texts=(action.text,), **base)
-        case ClickAction():
-            keys = (_fold(action.hold_keys),) if action.hold_keys else ()
-            return Subject(name, keys=keys, button=action.button_type, **base)
-        case DragAndDropAction():
-            keys = (_fold(action.hold_keys),) if action.hold_keys else ()
-            return Subject(name, keys=keys, **base)
-        case HotkeyAction():
-            return Subject(name, shown="+".join(action.keys), keys=(_fold(action.keys),), **base)
-        case HoldAndPressAction():
-            combos = tuple(_fold((*action.hold_keys, k)) for k in action.press_keys)
-            shown = f"hold {'+'.join(action.hold_keys)}, press {' '.join(action.press_keys)}"
-            return Subject(name, shown=shown, keys=combos, **base)
-        case OpenAction() | SwitchApplicationsAction():
-            target = action.app_or_filename if isinstance(action, OpenAction) else action.app_code
-            base.update(app=target, window=None)
-            return Subject(name, shown=target, texts=(target,), **base)
-        case SetCellValuesAction():
-            values = tuple(str(v) for v in action.cell_values.values() if v is not None)
-            shown = "\n".join(f"{k} = {v!r}" for k, v in action.cell_values.items())
-            return Subject(name, shown=shown, texts=(*values, action.app_name), **base)
-        case CallCodeAgentAction():
-            task = action.task or ""
-            return Subject(name, shown=task, texts=(task,), delegates=True, **base)
-        case SaveToKnowledgeAction() | WaitAction():
-            notes = action.text if isinstance(action, SaveToKnowledgeAction) else ()
-            return Subject(name, texts=tuple(notes), inert=True, **base)
-        case ScrollAction() | HighlightTextSpanAction():
-            return Subject(name, **base)
-        case _:  # done, fail: always allowed
-            return Subject(name, inert=True, **base)
-
-
-def _fold(keys: Sequence[str]) -> frozenset[str]:
-    return frozenset(fold_key(k) for k in keys)
-
-
-def _window_at(point: Point, windows: Sequence[WindowInfo]) -> WindowInfo | None:
-    for w in windows:  # front-most first
-        if w.x <= point.x < w.x + w.width and w.y <= point.y < w.y + w.height:
-            return w
-    return None
 
 
 @dataclass(frozen=True)
@@ -221,6 +150,9 @@ class Policy:
         return self.config.mode
 
     def assess(self, subject: Subject) -> Assessment:
+        if subject.unknown or any(e.kind == "unknown" for e in subject.effects):
+            why = subject.unknown or "the action does something the safety gate cannot describe"
+            return Assessment("deny", (Risk("unknown", why),), "unknown to the safety gate")
         if subject.action in ("done", "fail"):
             return Assessment("allow", (), "always allowed (ends the task)")
         risks = list(self.risks(subject))
@@ -249,28 +181,61 @@ class Policy:
         return Assessment("ask" if mode == "confirm" else "deny", tuple(risks), by)
 
     def risks(self, subject: Subject) -> list[Risk]:
-        """The built-in risks of a subject (user rules come on top)."""
+        """The built-in risks of a subject's effects (user rules come on top)."""
         found: list[Risk] = []
-        if subject.action == RUN_CODE:
-            found.append(Risk(RUN_CODE, f"runs {subject.language or 'program'} code"))
-        terminal = subject.window is not None and is_terminal(subject.app)
-        if terminal and subject.action == "type":
-            found.append(Risk(f"terminal:{subject.app}", f"types into a terminal ({subject.app})"))
-        for combo in subject.keys:
-            for risky, name, reason in _RISKY_COMBOS:
-                if risky <= combo:
-                    found.append(Risk(f"keys:{name}", f"presses {name}, which {reason}"))
-            if terminal and any(paste <= combo for paste in _TERMINAL_PASTE):
-                found.append(Risk(f"terminal:{subject.app}",
-                                  f"pastes into a terminal ({subject.app})"))  # fmt: skip
-        if terminal and subject.button == "middle":
-            found.append(Risk(f"terminal:{subject.app}",
-                              f"middle-click pastes into a terminal ({subject.app})"))  # fmt: skip
-        if subject.action == "open" and not self._open_allowed(subject.shown):
-            reason = f"opens {subject.shown!r}, which is not in the allow list"
-            found.append(Risk(f"open:{subject.shown}", reason))
+        for effect in subject.effects:
+            found.extend(self._effect_risks(effect))
         unique = {risk.key + risk.reason: risk for risk in found}
         return list(unique.values())
+
+    def _effect_risks(self, effect: Effect) -> Iterator[Risk]:
+        window = effect.window
+        terminal = window.app if window is not None and is_terminal(window.app) else None
+        match effect.kind:
+            case "code":
+                yield Risk(RUN_CODE, f"runs {effect.language or 'program'} code")
+            case "key" | "text":
+                if effect.delivers_input and not effect.known:
+                    yield Risk("window:unknown", "types into a window that cannot be identified "
+                               "beforehand (it may be a terminal)")  # fmt: skip
+                elif effect.delivers_input and terminal:
+                    yield Risk(f"terminal:{terminal}", f"types into a terminal ({terminal})")
+                for risky, name, reason in _RISKY_COMBOS:
+                    if risky <= effect.keys:
+                        yield Risk(f"keys:{name}", f"presses {name}, which {reason}")
+                if terminal and any(paste <= effect.keys for paste in _TERMINAL_PASTE):
+                    yield Risk(f"terminal:{terminal}", f"pastes into a terminal ({terminal})")
+            case "click" | "drag":
+                drop = effect.drop
+                if effect.kind == "drag" and drop is not None and is_terminal(drop.app):
+                    yield Risk(f"terminal:{drop.app}", f"drops onto a terminal ({drop.app}), "
+                               "which pastes what is dropped")  # fmt: skip
+                if terminal and effect.button == "middle":
+                    yield Risk(f"terminal:{terminal}",
+                               f"middle-click pastes into a terminal ({terminal})")  # fmt: skip
+                elif terminal and (effect.button != "left" or effect.keys):
+                    how = "+".join((*sorted(effect.keys), effect.button or "left"))
+                    yield Risk(f"terminal:{terminal}", f"{how}-clicks a terminal ({terminal}), "
+                               "whose menus can paste or send signals")  # fmt: skip
+            case "launch":
+                if not self._open_allowed(effect.target):
+                    reason = f"opens {effect.target!r}, which is not in the allow list"
+                    yield Risk(f"open:{effect.target}", reason)
+            case "focus":
+                if self._allowed_apps and not (window and self._app_allowed(window)):
+                    name = f"{window.app} ({window.title})" if window else repr(effect.target)
+                    yield Risk(f"focus:{effect.target}",
+                               f"switches to {name}, which is not in the allow list")  # fmt: skip
+            case "unknown":
+                yield Risk("unknown", "does something the safety gate cannot describe")
+            case "scroll" | "move" | "sleep" | "note" | "end" | "delegate":
+                pass
+            case _:
+                assert_never(effect.kind)
+
+    def _app_allowed(self, window: WindowInfo) -> bool:
+        names = {window.app.strip().lower(), window.title.strip().lower()}
+        return bool(names & self._allowed_apps)
 
     def _open_allowed(self, target: str) -> bool:
         target = target.strip()
@@ -278,7 +243,8 @@ class Policy:
             return False
         if "/" in target or target.startswith("~"):
             path = _normal(target)
-            return any(path == folder or folder in path.parents for folder in self._allowed_paths)
+            inside = any(path == folder or folder in path.parents for folder in self._allowed_paths)
+            return inside and not _runnable(path)
         return target.lower() in self._allowed_apps
 
 
@@ -286,18 +252,45 @@ def _normal(path: str) -> Path:
     return Path(os.path.normpath(os.path.expanduser(path))).resolve()
 
 
+def _runnable(path: Path) -> bool:
+    """Whether opening ``path`` may run it: a program, a script or a desktop entry."""
+    if path.suffix.lower() in (".desktop", ".sh", ".bash", ".py", ".run", ".appimage", ".bin"):
+        return True
+    return path.is_file() and os.access(path, os.X_OK)
+
+
 def _matches(rule: Any, combos: Sequence[frozenset[str]], text: re.Pattern[str] | None,
              subject: Subject) -> bool:  # fmt: skip
+    """Whether a user rule matches. ``apps``: a deny or risky rule matches when any window the
+    action reaches (or app it opens) is listed; an allow rule only when every one is."""
     if rule.actions and subject.action not in rule.actions:
         return False
     if rule.apps:
-        app = (subject.app or "").strip().lower()
-        names = {app, Path(app).name, Path(app).stem} - {""}
-        if not names & {a.strip().lower() for a in rule.apps}:
+        wanted = {a.strip().lower() for a in rule.apps}
+        reached = [_app_names(app) for app in _reached_apps(subject)] or [set()]
+        hits = [bool(names & wanted) for names in reached]
+        if not (all(hits) if rule.effect == "allow" else any(hits)):
             return False
     if combos and not any(c <= pressed for c in combos for pressed in subject.keys):
         return False
     return not (text is not None and not any(text.search(t) for t in subject.texts))
+
+
+def _app_names(app: str) -> set[str]:
+    app = app.strip().lower()
+    return {app, Path(app).name, Path(app).stem} - {""}
+
+
+def _reached_apps(subject: Subject) -> list[str]:
+    """The applications an action reaches: every window its effects go to, what it opens."""
+    apps = [subject.app] if subject.app else []
+    for effect in subject.effects:
+        if effect.kind in ("launch", "focus") and effect.target:
+            apps.append(effect.target)
+        for window in (effect.window, effect.drop):
+            if window is not None:
+                apps.append(window.app)
+    return apps
 
 
 # -- asking --------------------------------------------------------------------------------------
@@ -429,6 +422,53 @@ class SafetyGate:
         return GateDecision(True, "ask", by, mode, risks, who, image=saved)
 
 
+    def guard(
+        self, subject: Subject, decision: GateDecision, windows: Callable[[], Sequence[WindowInfo]]
+    ) -> Callable[[ops.Op], None]:
+        """A check to run before each operation of an allowed action (``perform(before=...)``):
+        each key press, text and click is judged again against the windows as they are at that
+        moment (``windows()``), so a window that takes the focus while the action runs (a slow
+        program opening, a dialog) cannot receive what was approved for another. It raises
+        ``GuardStopped`` when the operation now has a risk that was not allowed."""
+        approved = {r.key for r in decision.risks} | set(self._always)
+        if self.policy.mode == "auto" and not self.policy.config.rules:
+            return lambda op: None  # nothing is ever refused: no need to look
+
+        def check(op: ops.Op) -> None:
+            if not isinstance(op, _INPUT_OPS):
+                return
+            now = replace(subject, effects=plan_effects([op], windows()))
+            found = self.policy.assess(now)
+            new = [r for r in found.risks if r.key not in approved]
+            if found.verdict == "allow" or (found.verdict == "ask" and not new):
+                return
+            why = "; ".join(r.reason for r in new) or f"it is refused by {found.decided_by}"
+            raise GuardStopped(
+                f"stopped in the middle of the action, before {_op_words(op)}: the screen changed "
+                f"since it was approved, and it now {why}. Look at the screen again."
+            )
+
+        return check
+
+
+class GuardStopped(ActionExecutionError):
+    """An allowed action was stopped part-way: an operation now has a risk not allowed."""
+
+
+_INPUT_OPS = (ops.Click, ops.Drag, ops.Hotkey, ops.HoldAndPress, ops.TypeText, ops.Open,
+              ops.Activate)  # fmt: skip
+
+
+def _op_words(op: ops.Op) -> str:
+    match op:
+        case ops.TypeText(text=text):
+            return f"typing {len(text)} characters"
+        case ops.Hotkey(keys=keys):
+            return f"pressing {'+'.join(keys)}"
+        case _:
+            return type(op).__name__.lower()
+
+
 def _refusal(subject: Subject, why: str) -> str:
     return (
         f"Refused: this {subject.noun} was not carried out, because {why}. Do not try it again; "
@@ -485,6 +525,7 @@ def approval_image(
 
 __all__ = [
     "RISKY_KEYS", "RUN_CODE", "TERMINALS", "Approval", "ApprovalRequest", "Approver",
-    "Assessment", "GateDecision", "Policy", "Risk", "SafetyGate", "Subject", "Verdict",
+    "Assessment", "GateDecision", "GuardStopped", "Policy", "Risk", "SafetyGate", "Subject",
+    "Verdict",
     "approval_image", "is_terminal", "subject_for_action", "subject_for_code",
 ]  # fmt: skip

@@ -15,8 +15,9 @@ user rule, an approver and who, or nobody) and, for ``call_code_agent``, the cod
 A run killed with SIGKILL keeps every finished step readable: each line is written whole and
 synced before the next step starts. ``load_trajectory`` skips only a torn last line.
 
-Secrets never reach the folder: nothing secret is put into an entry, and the writer also
-replaces every occurrence of the secrets it was given (API keys) before writing anything.
+Secrets never reach the folder's text: nothing secret is put into an entry, and the writer
+redacts (``agent_s.redact``) every string of every record, and the JSON line as written, before
+anything reaches the disk. Screenshots are written as they were sent: pixels cannot be redacted.
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ from agent_s.desktop import ops
 from agent_s.desktop.base import Screenshot
 from agent_s.grounding.types import GroundingResult
 from agent_s.models.types import Usage
+from agent_s.redact import Redactor
 from agent_s.result import RunResult
 
 TRAJECTORY_FILE = "trajectory.jsonl"
 RESULT_FILE = "result.json"
 RUN_FILE = "run.json"
-_REDACTED = "[redacted]"
 
 
 @dataclass(frozen=True)
@@ -206,16 +207,31 @@ def call_text(action: ActionModel) -> str:
 class TrajectoryWriter:
     """Writes one run's folder. Every write is flushed and fsynced before it returns."""
 
-    def __init__(self, folder: Path, *, secrets: Iterable[str | None] = ()) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        secrets: Iterable[str | None] = (),
+        redactor: Redactor | None = None,
+    ) -> None:
+        """``secrets``: values to redact; ``redactor``: a run's redactor (both may be given)."""
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+        given = list(secrets)
+        if redactor is None or given:
+            redactor = Redactor([*(redactor.values if redactor else ()), *given])
+        self.redactor = redactor
         self._lines = open(self.folder / TRAJECTORY_FILE, "a", encoding="utf-8")  # noqa: SIM115
         self.steps_written = 0
 
     @classmethod
     def create(
-        cls, parent: Path, *, secrets: Iterable[str | None] = (), prefix: str = "run"
+        cls,
+        parent: Path,
+        *,
+        secrets: Iterable[str | None] = (),
+        redactor: Redactor | None = None,
+        prefix: str = "run",
     ) -> TrajectoryWriter:
         """A new, uniquely named folder under ``parent``."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -223,14 +239,14 @@ class TrajectoryWriter:
         for n in range(1000):
             folder = parent / (f"{prefix}-{stamp}-{os.getpid()}" + ("" if n == 0 else f"-{n}"))
             if not folder.exists():
-                return cls(folder, secrets=secrets)
+                return cls(folder, secrets=secrets, redactor=redactor)
         raise FileExistsError(f"cannot find a free trajectory folder name under {parent}")
 
     def _text(self, data: Any) -> str:
-        text = json.dumps(data, ensure_ascii=False, default=_default)
-        for secret in self._secrets:
-            text = text.replace(secret, _REDACTED)
-        return text
+        """The record as JSON, redacted twice: each string, then the line (paths and enums
+        become strings only while dumping)."""
+        text = json.dumps(self.redactor.data(data), ensure_ascii=False, default=_default)
+        return self.redactor.text(text)
 
     def write_run(self, header: dict[str, Any]) -> None:
         self._atomic(RUN_FILE, (self._text(header) + "\n").encode("utf-8"))

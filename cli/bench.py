@@ -5,7 +5,8 @@
     agent-s bench report results/ [--json]
 
 Progress goes to stderr, results to stdout. Exit codes: 0 done, 1 a task ended in error,
-2 usage or configuration error (nothing was started).
+2 usage or configuration error (nothing was started), 130 cancelled (Ctrl-C, SIGTERM, SIGHUP:
+the running tasks are stopped and not marked done, so the same command resumes the run).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def run(
     model: options.Model = None,
     base_url: options.BaseUrl = None,
     api_key: options.ApiKey = None,
+    api_key_file: options.ApiKeyFile = None,
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
@@ -107,12 +109,26 @@ def run(
         str | None, typer.Option(help="Ray cluster address (default: RAY_ADDRESS or local).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+    safety: Annotated[
+        str | None,
+        typer.Option(help="auto | confirm | confirm-all | deny-risky for model runs (default auto: "
+                     "nobody can approve inside the harness) [env AGENT_S_SAFETY]."),
+    ] = None,  # fmt: skip
+    code_sandbox: Annotated[
+        str | None,
+        typer.Option(help="bwrap | none: how code-agent code runs in model runs (default bwrap "
+                     "where bubblewrap works) [env AGENT_S_CODE_SANDBOX]."),
+    ] = None,  # fmt: skip
+    code_agent: Annotated[
+        bool, typer.Option("--code-agent/--no-code-agent", help="Offer the code agent.")
+    ] = True,
 ) -> None:
     """Run every task of SUITE, each on a fresh virtual desktop, and score it as OSWorld does."""
     from agent_s.bench.policies import POLICIES
     from agent_s.bench.report import summarize
-    from agent_s.bench.runner import RunOptions, run_suite
+    from agent_s.bench.runner import RunCancelled, RunOptions, run_suite
     from agent_s.bench.tasks import TaskFormatError, load_suite
+    from agent_s.cli.options import api_key as given_key
     from agent_s.config import ConfigError, GroundingConfig, ModelConfig
 
     out, err = Console(), Console(stderr=True)
@@ -124,11 +140,12 @@ def run(
         agent: dict[str, Any] = {}
         if policy == "agent":  # fail before any desktop starts: no model, no key
             config = ModelConfig.from_env(provider=provider, model=model, base_url=base_url,
-                                          api_key=api_key)  # fmt: skip
+                                          api_key=given_key(api_key, api_key_file))  # fmt: skip
             GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
             agent = {"provider": config.provider, "model": config.model, "base_url": base_url,
                      "ground": ground, "ground_url": ground_url, "ground_model": ground_model,
                      "max_steps": max_steps}  # fmt: skip
+            agent.update(_safety(err, safety, code_sandbox, code_agent))
             api_key = config.api_key
         options = RunOptions(
             suite=loaded, results=results, policy=policy, workers=workers,  # type: ignore[arg-type]
@@ -179,6 +196,16 @@ def run(
     except RayUnavailable as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
+    except RunCancelled as stop:  # the running tasks were stopped; none is marked done
+        from agent_s.lifecycle import signal_name
+
+        if as_json:
+            out.print_json(json.dumps({"status": "cancelled", "records": stop.records,
+                                       "summary": summarize(stop.records)}))  # fmt: skip
+        else:
+            out.print(f"cancelled by {signal_name(stop.signum)}: {len(stop.records)} of {tasks} "
+                      "tasks ended; run the same command again to resume", highlight=False)
+        raise typer.Exit(130) from stop
     summary = summarize(records)
     if as_json:
         out.print_json(json.dumps({"records": records, "summary": summary}))
@@ -186,6 +213,33 @@ def run(
         _print_summary(out, summary)
         out.print(f"results: {options.model_folder}", highlight=False)
     raise typer.Exit(1 if summary["overall"]["errors"] else 0)
+
+
+def _safety(
+    err: Console, mode: str | None, sandbox: str | None, code_agent: bool
+) -> dict[str, Any]:
+    """The safety and code-agent settings every worker gets: the configuration file, the
+    variables, the flags; model-written code runs under bubblewrap by default where it works."""
+    from agent_s.cli.run import safety_and_code
+    from agent_s.code_runner import sandbox_problem
+    from agent_s.config import ConfigError, read_secrets
+
+    read_secrets()  # a bad [secrets] table is a usage error here, not in every worker
+    problem = sandbox_problem()
+    default = "bwrap" if problem is None else "none"
+    safety, code = safety_and_code(mode, sandbox, None, None, code_agent, default_mode="auto",
+                                   default_sandbox=default)  # fmt: skip
+    if code.enabled and code.sandbox == "bwrap" and problem is not None:
+        raise ConfigError(f"--code-sandbox bwrap cannot be used: {problem}",
+                          setting="--code-sandbox")  # fmt: skip
+    if code.enabled and code.sandbox == "none" and problem is not None and sandbox is None:
+        err.print(f"[yellow]model-written code will run without the bubblewrap sandbox "
+                  f"({escape(problem)}); pass --no-code-agent to switch the code agent off[/]",
+                  highlight=False)  # fmt: skip
+    if safety.mode in ("confirm", "confirm-all"):
+        err.print(f"[yellow]safety mode {safety.mode}: nobody can approve inside the harness, so "
+                  "actions that need approval will be refused[/]", highlight=False)  # fmt: skip
+    return {"safety": safety.to_mapping(), "code_agent": code.to_mapping()}
 
 
 def _print_summary(out: Console, summary: dict[str, Any]) -> None:

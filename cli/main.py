@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict
 from typing import Annotated
 
@@ -57,6 +58,7 @@ def doctor(
     model: options.Model = None,
     base_url: options.BaseUrl = None,
     api_key: options.ApiKey = None,
+    api_key_file: options.ApiKeyFile = None,
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
@@ -68,10 +70,11 @@ def doctor(
     answers with its key: one line per check."""
     from agent_s.doctor import ModelOptions, provider_checks, run_checks
 
-    options = ModelOptions(provider, model, base_url, api_key, ground, ground_url, ground_model)
+    key = options.api_key(api_key, api_key_file)
+    models = ModelOptions(provider, model, base_url, key, ground, ground_url, ground_model)
     environ = dict(os.environ)
     report = run_checks(
-        virtual=virtual, providers=lambda: provider_checks(options, environ, timeout_s=timeout)
+        virtual=virtual, providers=lambda: provider_checks(models, environ, timeout_s=timeout)
     )
     out = Console()
     if as_json:
@@ -92,4 +95,26 @@ app.add_typer(bench_app, name="bench")
 
 
 def main() -> None:
-    app()
+    if options.hide_api_key(sys.argv, os.environ):  # first: the key leaves the command line
+        Console(stderr=True).print(options.KEY_WARNING, markup=False, highlight=False,
+                                   soft_wrap=True)  # fmt: skip
+    from agent_s import lifecycle
+
+    _sweep()
+    with lifecycle.stop_signals_interrupt():  # SIGTERM, SIGHUP: like Ctrl-C (cancelled, 130)
+        app()
+
+
+def _sweep() -> None:
+    """End what killed agent-s processes left: virtual desktops, keys held down."""
+    from agent_s import lifecycle
+
+    try:
+        swept = lifecycle.sweep()
+    except OSError as error:  # never a reason not to start
+        swept = lifecycle.Swept()
+        Console(stderr=True).print(f"warning: clean-up after earlier runs: {error}",
+                                   markup=False, highlight=False)  # fmt: skip
+    if swept:
+        Console(stderr=True).print(f"[dim]cleaned up after an earlier run: {swept.describe()}[/]",
+                                   highlight=False)  # fmt: skip

@@ -1,10 +1,46 @@
-"""Command-line options shared by ``run``, ``doctor`` and ``bench run``: one definition each."""
+"""Command-line options shared by ``run``, ``doctor`` and ``bench run``: one definition each.
+
+API keys never stay on a command line, where every user of the machine can read them (``ps``,
+``/proc/PID/cmdline``): ``hide_api_key`` (called first thing by the ``agent-s`` entry point)
+moves ``--api-key VALUE`` into this process's environment and rewrites the command line the OS
+shows; ``--api-key-file PATH`` reads the key from a file instead.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import MutableMapping, Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
+
+KEY_VARIABLE = "_AGENT_S_API_KEY"  # where hide_api_key puts --api-key's value
+KEY_WARNING = (
+    "warning: --api-key shows the key to other users of this machine (ps) while agent-s "
+    "starts; it was moved off the command line. Set the provider's variable (OPENAI_API_KEY, "
+    "ANTHROPIC_API_KEY) or use --api-key-file PATH instead."
+)
+_FIX = (
+    "put the key on the first line of a file only you can read (chmod 600), or set the "
+    "provider's variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) instead"
+)
+
+
+def _read_key_file(path: str | None) -> str | None:
+    """``--api-key-file``'s callback: the first line of the file, stripped."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise typer.BadParameter(f"cannot read {path} ({reason}); {_FIX}") from None
+    key = text.split("\n", 1)[0].strip()
+    if not key:
+        raise typer.BadParameter(f"the first line of {path} is empty; {_FIX}")
+    return key
+
 
 Provider = Annotated[
     str | None,
@@ -15,10 +51,67 @@ Provider = Annotated[
 Model = Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")]
 BaseUrl = Annotated[str | None, typer.Option(help="API base URL [env AGENT_S_BASE_URL].")]
 ApiKey = Annotated[
-    str | None, typer.Option(help="API key (default: the provider's usual variable).")
-]
+    str | None,
+    typer.Option(
+        envvar=KEY_VARIABLE, show_envvar=False,
+        help="API key (default: the provider's usual variable). Prefer that variable or "
+        "--api-key-file: a command line is visible to other users.",
+    ),
+]  # fmt: skip
+ApiKeyFile = Annotated[
+    str | None,
+    typer.Option(
+        metavar="PATH", callback=_read_key_file,
+        help="Read the API key from the first line of this file.",
+    ),
+]  # fmt: skip
 Ground = Annotated[
     str | None, typer.Option(help="auto | ocr | a11y | model | native [env AGENT_S_GROUND].")
 ]
 GroundUrl = Annotated[str | None, typer.Option(help="Grounding model base URL.")]
 GroundModel = Annotated[str | None, typer.Option(help="Grounding model name.")]
+
+
+def api_key(key: str | None, key_file: str | None) -> str | None:
+    """The key given by ``--api-key`` or by ``--api-key-file`` (already read), if any."""
+    if key and key_file:
+        raise typer.BadParameter("give --api-key or --api-key-file, not both")
+    return key or key_file
+
+
+def _without_key(args: Sequence[str]) -> tuple[list[str], str | None]:
+    """``args`` without ``--api-key VALUE`` / ``--api-key=VALUE`` (before a ``--``), and the
+    value (the last one given, as the parser would take it)."""
+    kept: list[str] = []
+    value = None
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        if arg == "--api-key" and rest:
+            value = rest.pop(0)
+        elif arg.startswith("--api-key="):
+            value = arg.split("=", 1)[1]
+        else:
+            kept.append(arg)
+    return kept, value
+
+
+def hide_api_key(argv: list[str], environ: MutableMapping[str, str]) -> bool:
+    """Move ``--api-key``'s value from ``argv`` (changed in place) to ``environ[KEY_VARIABLE]``
+    (which ``--api-key`` reads), and rewrite the process's command line as the OS shows it
+    (Linux, with setproctitle) so the key is no longer in it. True if a key was moved."""
+    kept, value = _without_key(argv[1:])
+    if value is None:
+        return False
+    argv[1:] = kept
+    environ[KEY_VARIABLE] = value
+    try:
+        from setproctitle import setproctitle
+    except ImportError:  # pragma: no cover - a dependency; without it the key stays visible
+        return True
+    shown, _ = _without_key(getattr(sys, "orig_argv", argv))
+    setproctitle(" ".join(shown))
+    return True

@@ -14,9 +14,12 @@ terminal; when it is not, nobody can approve and those actions are refused (the 
 
 Exit codes: 0 succeeded, 1 failed / infeasible / error, 2 usage or configuration error (nothing
 has touched the desktop then), 3 a limit was reached (steps, cost, time), 130 interrupted.
-Ctrl-C stops the run: keys and buttons held by the current action are released by the backend,
-code the code agent is running is killed (its whole process group), and the result is written
-with status ``cancelled``. pyautogui's fail-safe (the mouse in a screen corner) stays on.
+Ctrl-C, SIGTERM and SIGHUP stop the run alike (``agent_s.lifecycle``; the exit code is 130 for
+each): keys and buttons held by the current action are released by the backend, code the code
+agent is running is killed (its whole process group), the result is written with status
+``cancelled``, and a ``--virtual`` desktop is stopped with everything on it. After a SIGKILL,
+the desktop's watchdog ends it, and the next ``agent-s`` start releases held keys.
+pyautogui's fail-safe (the mouse in a screen corner) stays on.
 """
 
 from __future__ import annotations
@@ -111,13 +114,17 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
         out.print(f"trajectory: {result.trajectory_dir}", highlight=False)
 
 
-def _safety_and_code(
-    mode: str | None, sandbox: str | None, timeout: float | None, steps: int | None, enabled: bool
+def safety_and_code(
+    mode: str | None, sandbox: str | None, timeout: float | None, steps: int | None, enabled: bool,
+    *, default_mode: str = "confirm", default_sandbox: str = "none",
 ) -> tuple[Any, Any]:
-    """The configuration file, then ``AGENT_S_*`` variables, then the flags."""
+    """The configuration file, then ``AGENT_S_*`` variables, then the flags (also for ``bench
+    run``, whose defaults differ: mode auto, and the bubblewrap sandbox where it works)."""
     from agent_s.config import read_config_file
 
-    safety, code = read_config_file(default_mode="confirm")
+    safety, code = read_config_file(
+        default_mode=default_mode, default_sandbox=default_sandbox  # type: ignore[arg-type]
+    )
     safety, code = safety.with_env(os.environ), code.with_env(os.environ)
     if mode is not None:
         safety = dataclasses.replace(safety, mode=mode)
@@ -146,6 +153,7 @@ def run(
     model: options.Model = None,
     base_url: options.BaseUrl = None,
     api_key: options.ApiKey = None,
+    api_key_file: options.ApiKeyFile = None,
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
@@ -192,22 +200,23 @@ def run(
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
     from agent_s.agent import Agent
-    from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
+    from agent_s.config import AgentConfig, GroundingConfig, ModelConfig, read_secrets
     from agent_s.result import CommandCheck, RunStatus
 
     out, err = Console(), Console(stderr=True)
     try:
         model_config = ModelConfig.from_env(
-            provider=provider, model=model, base_url=base_url, api_key=api_key
+            provider=provider, model=model, base_url=base_url,
+            api_key=options.api_key(api_key, api_key_file),
         )
         grounding = GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
-        safety_config, code_config = _safety_and_code(
+        safety_config, code_config = safety_and_code(
             safety, code_sandbox, code_timeout, code_steps, code_agent
         )
         settings = AgentConfig.from_env(
             max_steps=max_steps, max_cost_usd=max_cost, dry_run=dry_run or None,
             reflection=reflection, record_dir=record, safety=safety_config, code=code_config,
-            a11y_snapshot=a11y_snapshot,
+            a11y_snapshot=a11y_snapshot, secrets=read_secrets(),
         )  # fmt: skip
         if settings.record_dir is None:
             settings = dataclasses.replace(settings, record_dir=_DEFAULT_RECORD.expanduser())

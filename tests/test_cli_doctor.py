@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -51,7 +52,7 @@ def test_doctor_on_a_virtual_desktop_passes_every_check() -> None:
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses == {
         "tools": "ok", "display": "ok", "screen": "ok", "capture": "ok", "input": "ok",
-        "ocr": "ok", "accessibility": "ok", "model": "warn",
+        "ocr": "ok", "accessibility": "ok", "code sandbox": "ok", "model": "warn",
     }  # fmt: skip
     details = {c["name"]: c["detail"] for c in report["checks"]}
     assert "1280x800" in details["screen"]
@@ -187,3 +188,21 @@ def test_a_server_that_does_not_answer_in_time_fails_with_the_timeout() -> None:
         assert check.status == "fail"
         assert check.detail == f"no reply from {server.openai_base_url} within 0.5 s"
         assert "--ground-url" in check.fix
+
+
+def test_doctor_says_when_model_code_cannot_be_contained(tmp_path: Path) -> None:
+    """Without bubblewrap and unshare on PATH, code gets no PID namespace: a warning naming
+    what it means and the fix."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("python3", "prlimit"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    env = {**_env_without_display(), "PATH": str(bin_dir)}
+    result = subprocess.run([AGENT_S, "doctor", "--json"], env=env, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    check = next(c for c in json.loads(result.stdout)["checks"] if c["name"] == "code sandbox")
+    assert check["status"] == "warn"
+    assert "may read the agent's environment" in check["detail"]
+    assert "bubblewrap" in check["fix"]

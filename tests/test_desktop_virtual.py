@@ -33,6 +33,24 @@ def _comm(pid: int) -> str:
         return ""
 
 
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def _screen_size(desk: VirtualDesktop) -> str:
     out = subprocess.run(
         ["xdpyinfo"], env=desk.env, capture_output=True, text=True, check=True, timeout=30
@@ -41,11 +59,20 @@ def _screen_size(desk: VirtualDesktop) -> str:
 
 
 @needs_xvfb
-def test_stop_leaves_no_process_socket_lock_or_home() -> None:
+def test_stop_leaves_no_process_socket_lock_or_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_S_STATE_DIR", str(tmp_path / "state"))
     desk = VirtualDesktop(640, 480, home="temp").start()
     number = desk.display.lstrip(":")
     home, auth_dir = desk.home, Path(desk.env["XAUTHORITY"]).parent
+    (state_file,) = (tmp_path / "state" / "desktops").glob("*.json")
+    (watchdog,) = [p for p in _children(os.getpid()) if str(state_file) in _cmdline(p)]
     try:
+        state = json.loads(state_file.read_text())
+        assert state["token"] == desk.token
+        assert state["owner"]["pid"] == os.getpid()
+        assert sorted(state["paths"]) == sorted([str(auth_dir), str(home)])
         assert home.is_dir()
         assert "gtk-cursor-blink = false" in (home / ".config/gtk-3.0/settings.ini").read_text()
         assert Path(f"/tmp/.X11-unix/X{number}").exists()
@@ -71,6 +98,8 @@ def test_stop_leaves_no_process_socket_lock_or_home() -> None:
     assert not Path(f"/tmp/.X{number}-lock").exists()
     assert not home.exists()
     assert not auth_dir.exists()
+    assert not state_file.exists()
+    assert not _alive(watchdog)  # told the desktop stopped cleanly, it exited at once
     desk.stop()  # a second stop is harmless
     with pytest.raises(DesktopSetupError, match="not running"):
         desk.launch(["xterm"])

@@ -14,18 +14,22 @@ is deleted with the scratch folder.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from agent_s.bench.worker import SPEC_FILE
+from agent_s.bench.worker import LIFELINE_VAR, SPEC_FILE
 
 #: Folders of a task that stay on the node: the desktop's HOME.
 NODE_ONLY = ("home",)
@@ -35,27 +39,98 @@ class RayUnavailable(RuntimeError):
     """``--backend ray`` without Ray installed, or no cluster at the address."""
 
 
+STOP_GRACE = 30.0  # seconds a worker has to stop its desktop after SIGTERM, before SIGKILL
+
+
+class Workers:
+    """The worker processes running now, so that a cancelled run ends them and starts no more.
+
+    Each worker's stdin is a pipe whose write end only this process holds (its lifeline): if
+    this process dies, even by SIGKILL, the worker reads end of file and stops as on SIGTERM.
+    """
+
+    def __init__(self) -> None:
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self.cancelled = False
+
+    def start(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes] | None:
+        """Start a worker, unless the run is cancelled (then ``None``)."""
+        with self._lock:
+            if self.cancelled:
+                return None
+            proc = subprocess.Popen(argv, **kwargs)
+            self._procs.add(proc)
+            return proc
+
+    def finished(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def cancel(self, grace: float = STOP_GRACE) -> None:
+        """Start no more workers; SIGTERM the running ones (each stops its desktop and writes
+        its record) and wait for them; SIGKILL any still running after ``grace`` seconds."""
+        with self._lock:
+            self.cancelled = True
+            procs = list(self._procs)
+        _stop(procs, grace)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM each, wait up to ``grace`` seconds for all, SIGKILL those still running."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(proc.poll() is None for proc in procs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def run_worker(
-    spec: dict[str, Any], folder: Path, api_key: str | None, timeout: float
-) -> int | str:
+    spec: dict[str, Any], folder: Path, api_key: str | None, timeout: float,
+    workers: Workers | None = None,
+) -> int | str:  # fmt: skip
     """Run one task's worker process on this machine (the local backend does this too);
-    its output goes to ``worker.log`` in the folder. The exit status, or why there is none."""
+    its output goes to ``worker.log`` in the folder. The exit status, or why there is none.
+    ``workers``: the run's running workers (``Workers.cancel`` ends them)."""
     (folder / SPEC_FILE).write_text(json.dumps(spec, indent=1), encoding="utf-8")
     env = dict(os.environ)
     env.pop("AGENT_S_BENCH_API_KEY", None)
     if api_key:
         env["AGENT_S_BENCH_API_KEY"] = api_key
+    env[LIFELINE_VAR] = "0"  # its stdin
     argv = [sys.executable, "-m", "agent_s.bench.worker", str((folder / SPEC_FILE).resolve())]
+    workers = Workers() if workers is None else workers
     with open(folder / "worker.log", "wb") as log:
+        read_fd, write_fd = os.pipe()
         try:
             # cwd is the task folder: ``python -m`` puts its cwd first on sys.path, and a
             # checkout's own agent_s/ folder there would shadow the installed package.
-            done = subprocess.run(argv, env=env, cwd=folder, stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=timeout,
-                                  check=False)  # fmt: skip
+            proc = workers.start(argv, env=env, cwd=folder, stdin=read_fd, stdout=log,
+                                 stderr=subprocess.STDOUT)  # fmt: skip
+        except BaseException:
+            os.close(write_fd)
+            raise
+        finally:
+            os.close(read_fd)
+        if proc is None:
+            os.close(write_fd)
+            return "not started: the run was cancelled"
+        try:
+            return proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            _stop([proc], STOP_GRACE)
             return f"timed out after {timeout:g} s"
-    return done.returncode
+        except BaseException:  # interrupted here: the worker must not outlive the call
+            _stop([proc], STOP_GRACE)
+            raise
+        finally:
+            workers.finished(proc)
+            os.close(write_fd)
 
 
 def run_on_node(
@@ -120,6 +195,8 @@ class RayBackend:
         self.address = address
         self._remote: Any = None
         self._started = False
+        self._refs: set[Any] = set()  # the Ray tasks in flight
+        self._lock = threading.Lock()
 
     def __enter__(self) -> RayBackend:
         try:
@@ -160,6 +237,8 @@ class RayBackend:
         if self._remote is None:
             raise RayUnavailable("the Ray backend is not connected (use it in a with block)")
         ref = self._remote.remote(spec, task_text, api_key, timeout)
+        with self._lock:
+            self._refs.add(ref)
         try:
             code, node, files = ray.get(ref, timeout=timeout + 120.0)
         except ray.exceptions.GetTimeoutError:
@@ -167,11 +246,25 @@ class RayBackend:
             return f"no answer from the Ray task after {timeout + 120.0:g} s"
         except ray.exceptions.RayError as err:
             return f"the Ray task failed: {type(err).__name__}: {str(err)[:500]}"
+        finally:
+            with self._lock:
+                self._refs.discard(ref)
         write_back(folder, files)
         with open(folder / "worker.log", "a", encoding="utf-8") as log:
             log.write(f"\n[agent-s] ran on Ray node {node}\n")
         return code
 
+    def cancel(self) -> None:
+        """Force-cancel the tasks in flight: Ray kills their processes, so each worker's
+        lifeline closes and the worker stops its desktop."""
+        import ray
 
-__all__ = ["NODE_ONLY", "RayBackend", "RayUnavailable", "run_on_node", "run_worker",
+        with self._lock:
+            refs = list(self._refs)
+        for ref in refs:
+            with contextlib.suppress(Exception):  # a task that just ended cannot be cancelled
+                ray.cancel(ref, force=True)
+
+
+__all__ = ["NODE_ONLY", "RayBackend", "RayUnavailable", "Workers", "run_on_node", "run_worker",
            "write_back"]  # fmt: skip

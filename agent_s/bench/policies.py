@@ -178,6 +178,22 @@ def run_noop(task: Task, backend: Any, folder: Path) -> PolicyOutcome:
 # -- the agent ----------------------------------------------------------------------------------
 
 
+def _safety(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's safety and code-agent settings (``bench run`` sends them; without them: mode
+    auto, as nobody can approve here, and model-written code under bubblewrap where it works),
+    and the secrets to redact."""
+    from agent_s.code_runner import sandbox_problem
+    from agent_s.config import CodeAgentConfig, SafetyConfig, read_secrets
+
+    safety = SafetyConfig.from_mapping(options.get("safety") or {}, "auto")
+    if options.get("code_agent") is not None:
+        code = CodeAgentConfig.from_mapping(options["code_agent"])
+    else:
+        code = CodeAgentConfig(sandbox="bwrap" if sandbox_problem() is None else "none")
+    # the values the user marked secret: this machine's configuration file and variables
+    return {"safety": safety, "code": code, "secrets": read_secrets()}
+
+
 def run_agent(task: Task, backend: Any, folder: Path, options: Mapping[str, Any]) -> PolicyOutcome:
     """The model-driven agent: ``Agent.run`` with a step callback that writes OSWorld's lines."""
     from agent_s.agent import Agent
@@ -193,7 +209,7 @@ def run_agent(task: Task, backend: Any, folder: Path, options: Mapping[str, Any]
     )  # fmt: skip
     settings = AgentConfig.from_env(
         max_steps=options.get("max_steps"), max_cost_usd=options.get("max_cost_usd"),
-        record_dir=folder, reflection=options.get("reflection"),
+        record_dir=folder, reflection=options.get("reflection"), **_safety(options),
     )  # fmt: skip
     recorder = OSWorldRecorder(folder, backend)
     last: list[LastAction] = [None]

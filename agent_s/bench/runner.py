@@ -11,6 +11,12 @@ is removed before the task runs again, so nothing of the earlier attempt is left
 ``backend="ray"`` sends each task to a Ray cluster at ``address`` instead of a local worker
 process (see ``distributed``); ``workers`` is then how many tasks are in flight at once.
 
+Cancelling (Ctrl-C, SIGTERM, SIGHUP in the main thread): no task starts any more, each running
+worker gets SIGTERM and is waited for (it stops its desktop and records the task ``cancelled``,
+without ``result.txt``, so a resumed run does it again), then ``run_suite`` raises
+``RunCancelled`` with the records so far. If the runner is killed outright, each worker notices
+its lifeline close and stops the same way (see ``distributed.Workers``).
+
 Tasks this machine cannot run (``check.classify``) are recorded as ``skipped`` with the reason,
 without starting a desktop. The cost budget is for the whole run: each agent task gets what is
 left, and no task starts once it is spent.
@@ -21,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent_s.bench.check import classify
-from agent_s.bench.distributed import RayBackend, run_worker
+from agent_s.bench.distributed import RayBackend, Workers, run_worker
 from agent_s.bench.policies import PolicyName
 from agent_s.bench.tasks import Suite, Task
 from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
@@ -75,6 +82,16 @@ class RunOptions:
         return self.results / self.action_space / self.observation / _safe(self.model_label)
 
 
+class RunCancelled(KeyboardInterrupt):
+    """``run_suite`` was interrupted: the records of the tasks that ended, in suite order (a
+    task stopped half-way is among them, ``cancelled``), and the stop signal."""
+
+    def __init__(self, records: list[dict[str, Any]], signum: int) -> None:
+        super().__init__(signum)
+        self.records = records
+        self.signum = signum
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "model"
 
@@ -104,8 +121,9 @@ class _Budget:
 
 
 def _run_one(
-    options: RunOptions, task: Task, folder: Path, budget: _Budget, ray: RayBackend | None
-) -> dict[str, Any]:
+    options: RunOptions, task: Task, folder: Path, budget: _Budget, ray: RayBackend | None,
+    workers: Workers,
+) -> dict[str, Any]:  # fmt: skip
     left = budget.left()
     if left is not None and left <= 0.0:
         reason = "the run's cost budget was spent before this task"
@@ -125,13 +143,16 @@ def _run_one(
         "width": options.width, "height": options.height,
     }  # fmt: skip
     if ray is None:
-        code = run_worker(spec, folder, options.api_key, options.task_timeout)
+        code = run_worker(spec, folder, options.api_key, options.task_timeout, workers)
     else:
         if task.path is None:
             raise ValueError(f"task {task.id} has no file to send to the cluster")
         task_text = Path(task.path).read_text(encoding="utf-8")
         code = ray.run(spec, task_text, options.api_key, options.task_timeout, folder)
     record = _read(folder)
+    if record is None and workers.cancelled:
+        record = {"task_id": task.id, "domain": task.domain, "status": "cancelled",
+                  "score": None, "reason": f"the run was cancelled (worker: {code})"}  # fmt: skip
     if record is None:
         reason = f"the worker ended without a result (exit: {code}); see worker.log"
         record = {"task_id": task.id, "domain": task.domain, "status": "error", "score": None,
@@ -169,12 +190,14 @@ def run_suite(
         pending.append((i, task, folder))
     budget = _Budget(options.max_cost_usd)
     ray: RayBackend | None = None
+    workers = Workers()
+    interrupted: KeyboardInterrupt | None = None
 
     def work(item: tuple[int, Task, Path]) -> None:
         i, task, folder = item
         emit({"kind": "start", "task": task.id, "domain": task.domain})
         started = time.monotonic()
-        record = _run_one(options, task, folder, budget, ray)
+        record = _run_one(options, task, folder, budget, ray, workers)
         record.setdefault("seconds", round(time.monotonic() - started, 2))
         records[i] = record
         emit({"kind": "end", "task": task.id, "domain": task.domain, "record": record,
@@ -184,9 +207,20 @@ def run_suite(
         if options.backend == "ray" and pending:
             ray = stack.enter_context(RayBackend(options.address))
         with ThreadPoolExecutor(max_workers=options.workers) as pool:
-            for future in [pool.submit(work, item) for item in pending]:
-                future.result()
-    return [records[i] for i in sorted(records)]
+            futures = [pool.submit(work, item) for item in pending]
+            try:
+                for future in futures:
+                    future.result()
+            except KeyboardInterrupt as err:
+                interrupted = err
+                pool.shutdown(wait=False, cancel_futures=True)
+                workers.cancel()
+                if ray is not None:
+                    ray.cancel()
+    done = [records[i] for i in sorted(records)]
+    if interrupted is not None:
+        raise RunCancelled(done, getattr(interrupted, "signum", signal.SIGINT)) from interrupted
+    return done
 
 
-__all__ = ["Backend", "Event", "RunOptions", "run_suite", "task_folder"]
+__all__ = ["Backend", "Event", "RunCancelled", "RunOptions", "run_suite", "task_folder"]

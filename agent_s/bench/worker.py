@@ -9,6 +9,12 @@ The worker writes into the task folder: traj.jsonl, step_*.png, trajectory/, ``r
 (the score, OSWorld's file: written last, so its presence means the task finished) and
 ``result.json`` (our record: status, score details, steps, cost, time, setup log). A task
 this machine cannot run ends with ``result.json`` status ``skipped`` and no ``result.txt``.
+
+A stop signal (SIGTERM from the runner when the run is cancelled, SIGINT, SIGHUP) ends the task
+early: the desktop stops, ``result.json`` says ``cancelled``, no ``result.txt`` is written (so a
+resumed run does the task again) and the exit status is 130. When the runner gives the worker a
+lifeline (``AGENT_S_BENCH_LIFELINE``: a pipe's read end whose write end only the runner holds),
+the worker stops the same way once the runner is gone, even if it was killed with SIGKILL.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from agent_s import lifecycle
 from agent_s.bench.tasks import load_task
 
 RESULT_JSON = "result.json"
 RESULT_TXT = "result.txt"
 SPEC_FILE = "spec.json"
+LIFELINE_VAR = "AGENT_S_BENCH_LIFELINE"  # a file descriptor number
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -53,6 +61,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     file_cache = Path(spec["file_cache"]) if spec.get("file_cache") else None
     env = TaskEnvironment(task, folder, file_cache=file_cache, width=spec["width"],
                           height=spec["height"], log=log)  # fmt: skip
+    interrupted: KeyboardInterrupt | None = None
     try:
         env.start()
         if policy == "reference":
@@ -68,10 +77,16 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         record.update(status=outcome.status, steps=outcome.steps, reason=outcome.reason,
                       last_action=outcome.last_action, cost_usd=outcome.cost_usd,
                       tokens=outcome.tokens, model_calls=outcome.model_calls)  # fmt: skip
+        signum = lifecycle.received()
+        if signum is not None:  # the agent caught the interrupt and ended its run early
+            raise lifecycle.Terminated(signum)
         if env.context is None:
             raise SetupFailed("the task environment has no context")
         score = evaluate(task, outcome.last_action, env.context, env.run_steps)
         record.update(score=score.value, evaluation=score.to_json())
+    except KeyboardInterrupt as err:
+        interrupted = err
+        record.update(status="cancelled", score=None, reason=str(err) or "interrupted")
     except (SkipTask, NeedsFileCache) as err:
         record.update(status="skipped", reason=str(err))
     except SetupFailed as err:
@@ -83,6 +98,8 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         env.stop()
     record.update(seconds=round(time.monotonic() - start, 2), setup_log=log[-50:])
     _write_json(folder / RESULT_JSON, record)
+    if interrupted is not None:
+        raise interrupted
     if record["score"] is not None:
         (folder / RESULT_TXT).write_text(f"{record['score']}\n", encoding="utf-8")
     return record
@@ -93,8 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         sys.stderr.write("usage: python -m agent_s.bench.worker SPEC.json\n")
         return 2
-    spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    run_spec(spec)
+    lifeline = os.environ.pop(LIFELINE_VAR, "")
+    with lifecycle.stop_signals_interrupt():
+        if lifeline.isdigit():
+            lifecycle.watch_lifeline(int(lifeline))
+        try:
+            spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+            run_spec(spec)
+        except KeyboardInterrupt as err:
+            sys.stderr.write(f"cancelled: {err or 'interrupted'}\n")
+            return 130
     return 0
 
 

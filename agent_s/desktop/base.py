@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -128,9 +128,17 @@ class DesktopBackend(Protocol):
     def sleep(self, seconds: float) -> None: ...
 
 
-def perform(backend: DesktopBackend, plan: Sequence[ops.Op]) -> None:
-    """Carry out a planned list of operations in order on ``backend``."""
+def perform(
+    backend: DesktopBackend,
+    plan: Sequence[ops.Op],
+    before: Callable[[ops.Op], None] | None = None,
+) -> None:
+    """Carry out a planned list of operations in order on ``backend``. ``before`` is called
+    with each operation just before it is carried out, and may stop the plan by raising (the
+    safety gate's guard: ``agent_s.safety.SafetyGate.guard``)."""
     for op in plan:
+        if before is not None:
+            before(op)
         match op:
             case ops.MoveTo(at=at):
                 backend.move(at)

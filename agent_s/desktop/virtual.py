@@ -4,6 +4,9 @@ Used by ``agent-s run --virtual``, by the benchmark harness (one per parallel wo
 tests. Every program it starts, and every program those start, carries a marker in its
 environment; ``stop()`` ends them all (process groups first, then a sweep for the marker) and
 removes the desktop's files, so nothing is left behind: no process, no socket, no lock file.
+If the process that started it dies without stopping it (SIGKILL, a crash), its watchdog
+process does the same (see ``_watchdog``); a stop signal arriving during ``stop()`` waits
+until it is done (``lifecycle.deferred``).
 
     with VirtualDesktop(1280, 800, home="temp") as desk:
         desk.launch(["xterm"])
@@ -18,15 +21,28 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
+from agent_s import lifecycle
+from agent_s.desktop._watchdog import (
+    DESKTOPS,
+    MARKER,
+    STOPPED,
+    _desktop_processes,
+    end_processes,
+    marked_processes,
+    write_state,
+)
 from agent_s.errors import DesktopSetupError
+from agent_s.redact import without_secrets
 
-_MARKER = "AGENT_S_VIRTUAL_DESKTOP"
+_MARKER = MARKER
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder agent_s/ is in
 #: What a client needs to reach the desktop: the X server and the session (accessibility) bus.
 SESSION_VARS = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
 _REQUIRED = ("Xvfb", "xauth")
@@ -101,6 +117,10 @@ class VirtualDesktop:
         self._dir: Path | None = None
         self._home: Path | None = None
         self._children: list[subprocess.Popen[bytes]] = []
+        self._sessions: list[list[int]] = []  # [leader pid, start time] of each child's session
+        self._state_file: Path | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._lifeline = -1  # the pipe's write end: the watchdog acts when it closes unannounced
         self.display: str = ""
         self.env: dict[str, str] = {}
 
@@ -128,6 +148,7 @@ class VirtualDesktop:
             )
         self._dir = Path(tempfile.mkdtemp(prefix="agent-s-desktop-"))
         try:
+            self._start_watchdog()
             self._start_x()
             self._setup_home()
             if self._accessibility:
@@ -141,16 +162,20 @@ class VirtualDesktop:
 
     def stop(self) -> None:
         """End every program of this desktop and remove its files. Safe to call twice."""
-        for proc in reversed(self._children):
-            _kill_group(proc)
-        self._children.clear()
-        _sweep(self._token)
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-        if self._home is not None and self._home_arg == "temp":
-            shutil.rmtree(self._home, ignore_errors=True)
-        self._home = None
+        with lifecycle.deferred():
+            for proc in reversed(self._children):
+                _kill_group(proc)
+            self._children.clear()
+            token, sessions = self._token, list(self._sessions)
+            end_processes(lambda: _desktop_processes(token, sessions))
+            self._sessions.clear()
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
+            if self._home is not None and self._home_arg == "temp":
+                shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
+            self._stop_watchdog()
 
     # -- programs on the desktop ----------------------------------------------------------------
 
@@ -177,7 +202,7 @@ class VirtualDesktop:
             stderr=stderr,
             start_new_session=True,
         )
-        self._children.append(proc)
+        self._adopt(proc)
         return proc
 
     def exported(self) -> contextlib.AbstractContextManager[None]:
@@ -194,6 +219,76 @@ class VirtualDesktop:
     def home(self) -> Path:
         return Path(self.env["HOME"])
 
+    # -- the watchdog and its state file --------------------------------------------------------
+
+    def _start_watchdog(self) -> None:
+        """Note this desktop in a state file and start its watchdog (see ``_watchdog``)."""
+        self._state_file = lifecycle.state_dir() / DESKTOPS / f"{self._token}.json"
+        try:
+            self._note()
+        except OSError as err:
+            self._state_file = None
+            raise DesktopSetupError(
+                f"cannot write the virtual desktop's state file: {err} (set "
+                f"{lifecycle.STATE_DIR_VAR} to a writable folder)"
+            ) from err
+        # Only what Python needs: no keys, and not the marker (it is no program of the desktop).
+        env = {key: os.environ[key] for key in ("PATH", "PYTHONHOME", "LANG") if key in os.environ}
+        path = (str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH", ""))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
+        read_fd, write_fd = os.pipe()  # neither end is inherited by the desktop's programs
+        try:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-m", "agent_s.desktop._watchdog", str(self._state_file)],
+                stdin=read_fd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+                env=env, start_new_session=True,  # Ctrl-C to our process group spares it
+            )  # fmt: skip
+        except OSError as err:
+            os.close(write_fd)
+            raise DesktopSetupError(f"cannot start the desktop's watchdog: {err}") from err
+        finally:
+            os.close(read_fd)
+        self._lifeline = write_fd
+
+    def _note(self) -> None:
+        """Write what the watchdog (or the next ``agent-s`` start) needs to end this desktop."""
+        if self._state_file is None:
+            return
+        paths = [str(p) for p in (self._dir,) if p is not None]
+        if self._home is not None and self._home_arg == "temp":
+            paths.append(str(self._home))
+        write_state(self._state_file, {
+            "token": self._token, "owner": lifecycle.owner(), "display": self.display,
+            "paths": paths, "sessions": self._sessions,
+        })  # fmt: skip
+
+    def _adopt(self, proc: subprocess.Popen[bytes]) -> None:
+        """A child started in a session of its own: ``stop()`` (or the watchdog) ends it."""
+        self._children.append(proc)
+        start = lifecycle.start_time(proc.pid)
+        if start is not None:
+            self._sessions.append([proc.pid, start])
+        with contextlib.suppress(OSError):
+            self._note()
+
+    def _stop_watchdog(self) -> None:
+        """Everything is gone: remove the state file, tell the watchdog, wait for it to exit."""
+        if self._state_file is not None:
+            self._state_file.unlink(missing_ok=True)
+            self._state_file = None
+        if self._lifeline >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._lifeline, STOPPED)
+            os.close(self._lifeline)
+            self._lifeline = -1
+        if self._watchdog is not None:
+            try:
+                self._watchdog.wait(5.0)
+            except subprocess.TimeoutExpired:
+                self._watchdog.kill()
+                self._watchdog.wait()
+            self._watchdog = None
+
     # -- start-up steps -------------------------------------------------------------------------
 
     @property
@@ -203,7 +298,7 @@ class VirtualDesktop:
         return self._dir
 
     def _base_env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = without_secrets(os.environ)  # the desktop's programs never see the agent's keys
         for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY"):
             env.pop(key, None)
         env.pop("NO_AT_BRIDGE", None)
@@ -243,7 +338,7 @@ class VirtualDesktop:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
-            self._children.append(proc)
+            self._adopt(proc)
             os.close(write_fd)
             write_fd = -1
             return _read_line(read_fd, self._start_timeout, what)
@@ -261,6 +356,7 @@ class VirtualDesktop:
             self._home = Path(self._home_arg).expanduser().resolve()
             self._home.mkdir(parents=True, exist_ok=True)
         self.env["HOME"] = str(self._home)
+        self._note()
         for sub in (".config", ".local/share", ".cache"):
             (self._home / sub).mkdir(parents=True, exist_ok=True)
         for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
@@ -338,32 +434,4 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(1.0)
 
 
-def marked_processes(token: str) -> list[int]:
-    """Pids of live processes whose environment carries this desktop's marker."""
-    needle = f"{_MARKER}={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and needle in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
-
-
-def _sweep(token: str) -> None:
-    """Kill whatever still carries the marker (programs that left their process group)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = marked_processes(token)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline and marked_processes(token):
-            time.sleep(0.05)
+__all__ = ["SESSION_VARS", "VirtualDesktop", "marked_processes", "temporary_environ"]

@@ -10,7 +10,9 @@ life of the process, so it is imported here, lazily, after the display has been 
 process drives one display; to drive several, use one process each.
 
 Every key and mouse button this backend presses is released before the call returns, also when
-the call fails half-way. Subprocesses take argv lists; text goes on stdin, never in a shell.
+the call fails half-way or a stop signal arrives. What it holds down is also noted in a file
+until released (``_held``), so that after a SIGKILL the next backend on the display (or the
+next ``agent-s`` start) releases it. Subprocesses take argv lists; text goes on stdin.
 
 Ordering: a click returns only once the window manager has let it through to the application
 (``_xproto.WindowManagerSync``), so keys typed next cannot overtake it; characters missing from
@@ -43,7 +45,8 @@ import Xlib.error
 import Xlib.X
 from PIL import Image
 
-from agent_s.desktop import _xproto, apps
+from agent_s import lifecycle
+from agent_s.desktop import _held, _xproto, apps
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Button, Point
 from agent_s.desktop.virtual import temporary_environ
@@ -54,6 +57,7 @@ from agent_s.errors import (
     WindowNotFoundError,
 )
 from agent_s.keys import x_keysym
+from agent_s.redact import without_secrets
 
 PAUSE = 0.02  # pyautogui's pause after each call: short, but lets apps see separate events
 TYPE_DELAY_MS = 4  # between typed characters (keycodes are bound beforehand, see type_text)
@@ -126,7 +130,8 @@ class X11Backend:
     """
 
     def __init__(self, display: str | None = None, env: Mapping[str, str] | None = None) -> None:
-        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        # what every program it starts gets (xdotool, xclip, the apps it opens): no secrets
+        self.env: dict[str, str] = without_secrets(os.environ if env is None else env)
         if display is not None:
             self.env["DISPLAY"] = display
         name = self.env.get("DISPLAY", "")
@@ -144,6 +149,8 @@ class X11Backend:
         if missing:
             raise DesktopSetupError(f"the X11 backend needs {', '.join(missing)}")
         xauthority = self.env.get("XAUTHORITY")
+        _held.release_stale(display=name, env=self.env)  # what a killed process held down here
+        self._held = _held.HeldInputs(name, xauthority)
         self._x = _connect(name, xauthority)
         self._gui = _bind_pyautogui(name, xauthority)
         self._mss: Any = None
@@ -273,10 +280,11 @@ class X11Backend:
     ) -> None:
         """Press at ``start``, move there in steps (apps see the motion), release at ``end``."""
         self._on_screen(start, end)
-        _button_number(button)
+        number = str(_button_number(button))
         held = _keysyms(hold_keys)
         with self._x_errors(), self._holding(held), self._buttons_released():
             self._gui.moveTo(start.x, start.y)
+            self._held.add(buttons=[number])
             self._gui.mouseDown(start.x, start.y, button=button)
             distance = max(abs(end.x - start.x), abs(end.y - start.y))
             steps = max(4, min(40, distance // DRAG_STEP_PX))
@@ -287,6 +295,7 @@ class X11Backend:
                 time.sleep(0.01)
             time.sleep(0.05)  # let the app handle the last motion before the release
             self._gui.mouseUp(end.x, end.y, button=button)
+            self._held.discard(buttons=[number])
             self._wm.wait()
 
     def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None:
@@ -311,6 +320,7 @@ class X11Backend:
                 down = [str(n) for n, bit in _BUTTON_MASKS.items() if mask & bit]
                 for number in down:
                     self._xdotool("mouseup", number)
+                self._held.discard(buttons=[str(n) for n in _BUTTON_MASKS])
             raise
 
     # -- keyboard -------------------------------------------------------------------------------
@@ -321,11 +331,14 @@ class X11Backend:
         if not keysyms:
             yield
             return
+        self._held.add(keys=keysyms)
         try:
             self._xdotool("keydown", *keysyms)
             yield
         finally:
-            self._xdotool("keyup", *reversed(keysyms))
+            with lifecycle.deferred():  # a stop signal must not leave the keys down
+                self._xdotool("keyup", *reversed(keysyms))
+                self._held.discard(keys=keysyms)
 
     def hotkey(self, keys: Sequence[str]) -> None:
         """Press keys together in order, release in reverse (``["ctrl", "shift", "t"]``)."""

@@ -5,15 +5,23 @@ charged to a ``UsageMeter``. ``check()`` raises ``BudgetExceeded`` once the spen
 limit, and ``MeteredProvider`` calls it before each request: a run stops with a typed reason
 before the call that would overspend, never in the middle of one. Usage carried by a failed
 call (a truncated or refused reply was still billed) is charged too.
+
+``MeteredProvider`` is also where secrets are taken out: every call of a run goes through it, so
+with a ``redactor`` (``agent_s.redact``) every text part of every request is redacted before it
+leaves. Images are sent as they are (a secret on the screen cannot be redacted from pixels).
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_s.models.errors import BudgetExceeded, OutputTruncated, Refused
 from agent_s.models.types import ModelReply, ModelRequest, Provider, Usage
+
+if TYPE_CHECKING:
+    from agent_s.redact import Redactor
 
 
 @dataclass(frozen=True)
@@ -93,11 +101,15 @@ class UsageMeter:
 
 
 class MeteredProvider:
-    """Checks the budget before each call and charges the meter after it."""
+    """Checks the budget before each call, redacts the request's text (with a ``redactor``),
+    and charges the meter after the call."""
 
-    def __init__(self, inner: Provider, meter: UsageMeter) -> None:
+    def __init__(
+        self, inner: Provider, meter: UsageMeter, *, redactor: Redactor | None = None
+    ) -> None:
         self.inner = inner
         self.meter = meter
+        self.redactor = redactor
 
     @property
     def model(self) -> str:
@@ -106,6 +118,8 @@ class MeteredProvider:
     def complete(self, request: ModelRequest) -> ModelReply:
         self.meter.check()
         purpose = request.metadata.get("purpose", "")
+        if self.redactor is not None:
+            request = self.redactor.request(request)
         try:
             reply = self.inner.complete(request)
         except (OutputTruncated, Refused) as err:

@@ -1,0 +1,390 @@
+"""Keeping a block of code in: what it can see and reach, and that nothing it starts outlives it.
+
+``code_runner`` runs each block as ``[prlimit ..., WRAPPER ..., LAUNCHER ..., python3 -u FILE]``.
+This module builds the WRAPPER and LAUNCHER parts (argv lists) and ends what is left of a block.
+
+The wrapper, one of two:
+
+* the sandbox (``--code-sandbox bwrap``, ``sandbox_argv``): bubblewrap with the file system
+  read-only except the working folder, the extra writable folders and the runner's scratch
+  folder; fresh tmpfs over ``/tmp`` and ``/run`` (so the X server's socket folder
+  ``/tmp/.X11-unix``, the session bus under ``/run/user``, the system bus, systemd's and
+  container engines' sockets are not there), the session's own sockets named in the
+  environment (``XDG_RUNTIME_DIR``, ``DBUS_SESSION_BUS_ADDRESS``, ``SSH_AUTH_SOCK``) and the home's
+  ``.ssh``/``.gnupg``/``.docker`` hidden too; new user/PID/IPC/UTS/network/cgroup namespaces
+  (no network, and the X server's abstract socket lives in another network namespace), a
+  fresh /dev and /proc, a new session (no TIOCSTI), no capabilities (as root: no unmounting
+  the tmpfs to look under it), and only a short, explicit environment (``sandbox_environment``):
+  no DISPLAY, XAUTHORITY or D-Bus address. HOME is always a fresh empty folder inside the
+  scratch folder, whatever the working folder is: the working folder stays writable as the
+  current folder (also when it is the real home, the default of the code agent). When the
+  real home is writable that way, its shell and session start-up files that exist
+  (``.bashrc``, ``.profile``, ``.config/autostart``, ...) are bound read-only over themselves;
+  ones that do not exist yet could still be created there.
+* containment only (no sandbox, ``containment_argv``): a new PID namespace with its own /proc,
+  nothing else changed (the whole file system, the network and the variables the runner was
+  given stay reachable: that is the unsandboxed mode). ``bwrap --dev-bind / / --unshare-pid
+  --proc /proc --die-with-parent`` when bubblewrap works, else util-linux ``unshare --pid --fork
+  --mount-proc --kill-child`` (with ``--user --map-current-user`` or ``--map-root-user`` when
+  not root), whichever works first here (probed once per executable).
+
+The launcher is this file run as a script (``launcher_argv``, ``python -I -S``, standard library
+only) as the first process inside the wrapper. It makes itself a child subreaper (orphans,
+double-forked daemons included, become its children), drops the capabilities that would let
+root code undo the containment or read other processes (``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``,
+``CAP_SYS_RAWIO``, ``CAP_SYS_MODULE``, ``CAP_BPF``, ``CAP_PERFMON``; already none under the
+sandbox), starts the interpreter and waits for it. When it ends, the launcher counts what is
+still running, ends it (SIGTERM, then SIGKILL, again until nothing is left), writes
+``STATUS LEFTOVERS`` to a pipe the runner reads (``read_report``), and exits. In a PID
+namespace its exit (or bubblewrap's init's, which follows) makes the kernel kill whatever
+remains; a timeout or Ctrl-C in the runner kills the whole tree from outside (``end_block``),
+and killing the namespace's first process ends the namespace.
+
+Fallback: when no PID namespace can be made (``containment_problem()`` says why), the launcher
+runs directly, still as a subreaper that ends every process the block started, but the code
+sees the machine's /proc: a process of the same user (not root: the code has fewer
+capabilities than the agent) can read the agent's environment through
+``/proc/<agent pid>/environ``, and code that kills the launcher first can leave a daemon behind.
+
+Not covered, in any mode: reading files (the sandbox hides no file but the ones above;
+secrets kept in files stay readable), and anything the user's own writable folders allow. The
+interpreters and this file must not sit under ``/tmp`` or ``/run`` for the sandbox (this file
+and the launcher's Python are bound back in; the block's interpreter is not).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from urllib.parse import unquote
+
+_KILL_GRACE = 0.3  # SIGTERM -> SIGKILL
+_KILL_GIVE_UP = 5.0  # SIGKILL rounds (re-listing, for processes forked meanwhile)
+_PR_CAPBSET_DROP = 24
+_PR_SET_CHILD_SUBREAPER = 36
+# CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF
+_DROPPED_CAPS = (16, 17, 19, 21, 38, 39)
+_MASKED = ("/tmp", "/run")  # noqa: S108 - hidden from the sandbox under empty tmpfs
+_RUN_KEPT = ("current-system", "booted-system", "wrappers", "opengl-driver", "opengl-driver-32")
+_X11 = ("/tmp/.X11-unix", "/tmp/.ICE-unix")  # noqa: S108 - the X server's socket folders
+_HOME_HIDDEN = (".ssh", ".gnupg", ".docker")  # agent sockets and keys
+_HOME_STARTUP = (
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshenv", ".zshrc",
+    ".zprofile", ".xprofile", ".xsessionrc", ".xinitrc", ".pam_environment",
+    ".config/autostart", ".config/environment.d", ".config/systemd",
+)  # fmt: skip
+_KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "USER", "LOGNAME")
+
+
+# -- which containment works here --------------------------------------------------------------
+
+
+@functools.cache
+def _probe(argv: tuple[str, ...]) -> str | None:
+    """Why ``argv`` (a wrapper, run with ``true`` inside) does not work; None when it does."""
+    true = shutil.which("true") or "/bin/true"
+    try:
+        done = subprocess.run([*argv, true], capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{Path(argv[0]).name} could not be run: {err}"
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip() or f"status {done.returncode}"
+        return f"{Path(argv[0]).name}: {detail}"
+    return None
+
+
+def _candidates() -> list[list[str]]:
+    found = []
+    if bwrap := shutil.which("bwrap"):
+        found.append([bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc",
+                      "--die-with-parent", "--new-session", "--"])  # fmt: skip
+    if unshare := shutil.which("unshare"):
+        tail = ["--pid", "--fork", "--mount-proc", "--kill-child", "--"]
+        if os.geteuid() == 0:
+            found.append([unshare, *tail])
+        found += [[unshare, "--user", "--map-current-user", *tail],
+                  [unshare, "--user", "--map-root-user", *tail]]  # fmt: skip
+    return found
+
+
+def containment_argv() -> list[str]:
+    """The wrapper that gives a block its own PID namespace (see the module docstring);
+    ``[]`` when none works here (the launcher alone then: ``containment_problem()``)."""
+    for argv in _candidates():
+        if _probe(tuple(argv)) is None:
+            return argv
+    return []
+
+
+def containment_problem() -> str | None:
+    """Why blocks outside the sandbox cannot get a PID namespace here, and what that means;
+    None when they can (probed once per executable)."""
+    candidates = _candidates()
+    problems = [p for argv in candidates if (p := _probe(tuple(argv))) is not None]
+    if candidates and len(problems) < len(candidates):
+        return None
+    why = "; ".join(dict.fromkeys(problems)) or "neither bubblewrap nor util-linux unshare found"
+    return (f"no PID namespace for code ({why}): every process a block starts is still ended "
+            "with it, but the code can see the machine's processes and may read the agent's "
+            "environment through /proc")  # fmt: skip
+
+
+# -- the sandbox -----------------------------------------------------------------------------
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path != folder and path.is_relative_to(folder)
+
+
+def _session_sockets(env: Mapping[str, str]) -> list[Path]:
+    """Sockets and socket folders of the desktop session that ``env`` points at."""
+    found = [Path(p) for p in _X11]
+    for name in ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "WAYLAND_DISPLAY"):
+        if env.get(name, "").startswith("/"):
+            found.append(Path(env[name]))
+    for address in env.get("DBUS_SESSION_BUS_ADDRESS", "").split(";"):
+        kind, _, keys = address.partition(":")
+        for pair in keys.split(",") if kind == "unix" else ():
+            key, _, value = pair.partition("=")
+            if key == "path" and value:
+                found.append(Path(unquote(value)))
+    return found
+
+
+def _hide(path: Path) -> list[str]:
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]  # a socket or file: nothing to connect to
+
+
+def sandbox_argv(
+    bwrap: str,
+    *,
+    writable: Sequence[Path],
+    env: Mapping[str, str],
+    session: Mapping[str, str],
+    kept: Iterable[str] = (),
+) -> list[str]:
+    """The bubblewrap wrapper (see the module docstring). ``writable``: the folders bound
+    read-write (the working folder first); ``env``: all the block's variables; ``session``:
+    the variables the runner was given, to find the session's sockets and the real home;
+    ``kept``: files bound back read-only when under a hidden folder (the launcher)."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for masked in map(Path, _MASKED):
+        if masked.is_dir():
+            argv += ["--tmpfs", str(masked)]
+    for name in _RUN_KEPT:
+        if (kept_path := Path("/run", name)).exists():
+            argv += ["--ro-bind", str(kept_path), str(kept_path)]
+    home = Path(os.path.realpath(session["HOME"])) if session.get("HOME") else None
+    hidden = [Path(os.path.realpath(p)) for p in _session_sockets(session)]
+    hidden += [Path(os.path.realpath(home / name)) for name in _HOME_HIDDEN] if home else []
+    hidden = [p for p in dict.fromkeys(hidden) if os.path.lexists(p)]
+    for path in hidden:
+        if not any(path.is_relative_to(m) for m in _MASKED):
+            argv += _hide(path)
+    argv += ["--unshare-all", "--die-with-parent", "--new-session"]
+    if os.geteuid() == 0:  # bubblewrap keeps root's capabilities unless told
+        argv += ["--cap-drop", "ALL"]
+    argv.append("--clearenv")
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    folders = list(dict.fromkeys(Path(os.path.realpath(f)) for f in writable if Path(f).is_dir()))
+    for folder in folders:
+        argv += ["--bind", str(folder), str(folder)]
+    # A writable folder that holds a hidden path or the real home's start-up files: again.
+    for path in hidden:
+        if any(_inside(path, folder) for folder in folders):
+            argv += _hide(path)
+    startup = [Path(os.path.realpath(home / name)) for name in _HOME_STARTUP] if home else []
+    for path in startup:
+        if path.exists() and any(_inside(path, folder) for folder in folders):
+            argv += ["--ro-bind", str(path), str(path)]
+    for path in kept:
+        argv += ["--ro-bind", path, path]
+    return [*argv, "--chdir", str(folders[0]) if folders else "/", "--"]
+
+
+def sandbox_environment(base: Mapping[str, str], *, home: Path, tmpdir: Path) -> dict[str, str]:
+    """The short environment of sandboxed code: from ``base`` (already without secrets) only
+    PATH, LANG/LC_ALL, USER/LOGNAME and PYTHON* settings; HOME and TMPDIR given; TERM=dumb."""
+    env = {k: v for k, v in base.items() if k in _KEPT_VARIABLES or k.startswith("PYTHON")}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    env.update(HOME=str(home), TMPDIR=str(tmpdir), TERM="dumb")
+    return env
+
+
+# -- the launcher ------------------------------------------------------------------------------
+
+
+def launcher_argv(report_fd: int, command: Sequence[str]) -> list[str]:
+    """This file run as the block's first process (module docstring): it runs ``command`` and
+    writes its wait status and the count of leftovers to ``report_fd``."""
+    python = os.path.realpath(sys.executable)
+    return [python, "-I", "-S", launcher_file(), str(report_fd), "--", *command]
+
+
+def launcher_file() -> str:
+    return os.path.realpath(__file__)
+
+
+def read_report(fd: int, timeout: float = 1.0) -> tuple[int | None, int]:
+    """The launcher's report: (the wait status of the block's process or None, leftovers)."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
+        chunk = os.read(fd, 256)
+        if not chunk:
+            break
+        data += chunk
+    fields = data.decode("ascii", "replace").split()
+    if len(fields) != 2 or not fields[1].isdigit():
+        return None, 0
+    return (int(fields[0]) if fields[0].lstrip("-").isdigit() else None), int(fields[1])
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        args = (ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+        return libc.prctl(ctypes.c_int(option), *args) == 0
+    except (OSError, AttributeError):  # not Linux
+        return False
+
+
+class _Stopped(Exception):
+    """The launcher was told to stop (SIGTERM/SIGINT/SIGHUP): the runner is ending the block."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def _reap() -> None:
+    """Collect the exit status of every child that ended (orphans of the block included)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def _launch(args: list[str]) -> int:
+    report, command = int(args[0]), args[2:]
+    os.set_inheritable(report, False)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    for cap in _DROPPED_CAPS:  # from the bounding set: root code started below never has them
+        _prctl(_PR_CAPBSET_DROP, cap)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    status: int | None = None
+    try:
+        child = subprocess.Popen(command)
+        while status is None:
+            done, raw = os.waitpid(-1, 0)
+            status = raw if done == child.pid else None
+        child.returncode = os.waitstatus_to_exitcode(status)
+    except _Stopped:
+        pass
+    except OSError as err:
+        sys.stderr.write(f"cannot run {command[0]}: {err.strerror}\n")
+        status = 127 << 8
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    leftovers = end_block(os.getpid(), session=False, between=_reap)
+    with contextlib.suppress(OSError):
+        os.write(report, f"{'-' if status is None else status} {leftovers}\n".encode())
+    if status is None:
+        return 128 + signal.SIGTERM
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+# -- ending a block ----------------------------------------------------------------------------
+
+
+def _table() -> dict[int, tuple[int, int, int]]:
+    """Every live process: pid -> (parent, process group, session). Linux /proc."""
+    table = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if fields[0] not in ("Z", "X"):
+                    table[int(entry.name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
+    return table
+
+
+def block_processes(root: int, *, session: bool = True) -> list[int]:
+    """The live processes of the block whose first process is ``root``: every descendant
+    (also one that started a session of its own) and, with ``session``, every member of
+    ``root``'s session or process group. ``root`` itself is included; this process is not."""
+    table = _table()
+    found = {pid for pid, (_, group, sid) in table.items() if root in (group, sid)} if session \
+        else set()  # fmt: skip
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    queue = [root] if root in table else []
+    while queue:
+        pid = queue.pop()
+        found.add(pid)
+        queue.extend(children.get(pid, ()))
+    found.discard(os.getpid())
+    return sorted(found)
+
+
+def _send(pids: Iterable[int], sig: int, group: int | None = None) -> None:
+    if group is not None:  # without /proc, the process group is all that is known
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def end_block(root: int, *, session: bool = True, between: Callable[[], None] = lambda: None
+              ) -> int:  # fmt: skip
+    """End every process of a block (``block_processes``): SIGTERM, then SIGKILL, listing them
+    again each round so that processes forked meanwhile go too; ``root`` last, since a
+    launcher (a subreaper) keeps catching orphans while it lives. Killing a PID namespace's
+    first process ends the namespace. Returns how many were running, ``root`` not counted.
+    ``between``: called while waiting (the launcher reaps its children there)."""
+    listed = block_processes(root, session=session)
+    group = root if session else None
+    _send(listed, signal.SIGTERM, group)
+    if not listed:  # (no /proc: the process group alone, SIGKILL after the grace period)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group is not None and os.killpg(group, 0) is None:
+                time.sleep(_KILL_GRACE)
+                os.killpg(group, signal.SIGKILL)
+        return 0
+    give_up = time.monotonic() + _KILL_GRACE
+    while time.monotonic() < give_up and set(block_processes(root, session=session)) - {root}:
+        between()
+        time.sleep(0.02)
+    give_up = time.monotonic() + _KILL_GIVE_UP
+    while (left := block_processes(root, session=session)) and time.monotonic() < give_up:
+        others = [pid for pid in left if pid != root]
+        _send(others or left, signal.SIGKILL, None if others else group)
+        between()
+        time.sleep(0.01)
+    between()
+    return len([pid for pid in listed if pid != root])
+
+
+if __name__ == "__main__":
+    sys.exit(_launch(sys.argv[1:]))
