@@ -46,9 +46,18 @@ _HOME = {
     "load_trajectory": "agent_s.trajectory",
 }
 __all__ = [
-    "Agent", "AgentConfig", "CommandCheck", "ConfigError", "GroundingConfig", "ModelConfig",
-    "RunResult", "RunStatus", "StepReport", "__version__", "load_trajectory",
-]  # fmt: skip
+    "Agent",
+    "AgentConfig",
+    "CommandCheck",
+    "ConfigError",
+    "GroundingConfig",
+    "ModelConfig",
+    "RunResult",
+    "RunStatus",
+    "StepReport",
+    "__version__",
+    "load_trajectory",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -147,9 +147,12 @@ class Agent:
         self._retries: list[str] = []
         retry = RetryPolicy(max_attempts=self.settings.retry_attempts)
         provider = build_provider(
-            model.settings(), profiles=profiles, retry=retry, meter=self._meter,
+            model.settings(),
+            profiles=profiles,
+            retry=retry,
+            meter=self._meter,
             on_retry=self._on_retry,
-        )  # fmt: skip
+        )
         if not isinstance(provider, MeteredProvider):  # build_provider wraps when given a meter
             raise TypeError(f"expected a metered provider, got {provider!r}")
         self._provider = provider
@@ -163,8 +166,9 @@ class Agent:
         self._gate = SafetyGate(self.settings.safety, approver)
         code = self.settings.code
         if code.enabled and code.sandbox == "bwrap" and (problem := sandbox_problem()):
-            raise ConfigError(f"--code-sandbox bwrap cannot be used: {problem}",
-                              setting="--code-sandbox")  # fmt: skip
+            raise ConfigError(
+                f"--code-sandbox bwrap cannot be used: {problem}", setting="--code-sandbox"
+            )
         self.reset()
 
     # -- set-up ------
@@ -177,13 +181,16 @@ class Agent:
         settings = self.grounding.settings()
         if settings is not None and self.grounding.mode in ("model", "auto"):
             ground_model = MeteredProvider(
-                build_provider(settings, retry=retry, on_retry=self._on_retry), self._meter,
+                build_provider(settings, retry=retry, on_retry=self._on_retry),
+                self._meter,
                 redactor=self._redactor,
-            )  # fmt: skip
+            )
         return build_grounder(
-            self.grounding.mode, model=ground_model, native_spec=self._profile.image_spec,
+            self.grounding.mode,
+            model=ground_model,
+            native_spec=self._profile.image_spec,
             ocr=self._ocr,
-        )  # fmt: skip
+        )
 
     def _on_retry(self, attempt: int, error: ModelError, delay: float) -> None:
         self._retries.append(
@@ -245,13 +252,19 @@ class Agent:
             self._writer = TrajectoryWriter.create(
                 self.settings.record_dir, redactor=self._redactor
             )
-            self._writer.write_run({
-                "task": self._task, "started_at": self._started_at,
-                "model": self.model.model, "provider": self.model.provider,
-                "base_url": self.model.base_url, "grounding": self.grounding.mode,
-                "grounding_model": self.grounding.model, "settings": _settings_json(self.settings),
-                "python": sys.version.split()[0],
-            })  # fmt: skip
+            self._writer.write_run(
+                {
+                    "task": self._task,
+                    "started_at": self._started_at,
+                    "model": self.model.model,
+                    "provider": self.model.provider,
+                    "base_url": self.model.base_url,
+                    "grounding": self.grounding.mode,
+                    "grounding_model": self.grounding.model,
+                    "settings": _settings_json(self.settings),
+                    "python": sys.version.split()[0],
+                }
+            )
 
     @property
     def trajectory_dir(self) -> Path | None:
@@ -298,10 +311,15 @@ class Agent:
         reflection = self._reflect(draft, platform, sent) if self.settings.reflection else None
         mark = time.perf_counter()
         messages = build_messages(
-            system, self._task, self._records, sent, self._notes,
-            policy=self.settings.context, reflection=reflection,
+            system,
+            self._task,
+            self._records,
+            sent,
+            self._notes,
+            policy=self.settings.context,
+            reflection=reflection,
             max_steps=self.settings.max_steps,
-        )  # fmt: skip
+        )
         times["build"] = time.perf_counter() - mark
         a11y = None
         if self.settings.a11y_snapshot:
@@ -310,10 +328,14 @@ class Agent:
                 messages = _before_last_part(messages, snapshot)
         size = measure(messages)
         draft.request = {
-            "messages": size.messages, "images": size.images, "text_chars": size.text_chars,
-            "image_bytes": size.image_bytes, "sent_size": [sent.width, sent.height],
-            "reflection": reflection is not None, "a11y": a11y,
-        }  # fmt: skip
+            "messages": size.messages,
+            "images": size.images,
+            "text_chars": size.text_chars,
+            "image_bytes": size.image_bytes,
+            "sent_size": [sent.width, sent.height],
+            "reflection": reflection is not None,
+            "a11y": a11y,
+        }
 
         action, reply = self._generate(draft, messages)
         draft.action, draft.reply = action, reply
@@ -331,10 +353,16 @@ class Agent:
         kind = "terminal" if action.is_terminal else outcome.kind
         detail = outcome.detail
         return StepReport(
-            step=draft.step, action=action, action_text=call_text(action),
-            grounding=tuple(draft.grounding), outcome=outcome, code=draft.code,
-            executed=executed, usage=self._meter.total, entry=draft.entry(kind, detail),
-        )  # fmt: skip
+            step=draft.step,
+            action=action,
+            action_text=call_text(action),
+            grounding=tuple(draft.grounding),
+            outcome=outcome,
+            code=draft.code,
+            executed=executed,
+            usage=self._meter.total,
+            entry=draft.entry(kind, detail),
+        )
 
     # -- the parts of a step ------
 
@@ -358,9 +386,12 @@ class Agent:
             else:
                 (width, height), monitors = observation.screenshot.image.size, 1
             platform = detect_platform(
-                width, height, system=sys.platform,
-                environ={"XDG_CURRENT_DESKTOP": self.settings.desktop_name}, monitors=monitors,
-            )  # fmt: skip
+                width,
+                height,
+                system=sys.platform,
+                environ={"XDG_CURRENT_DESKTOP": self.settings.desktop_name},
+                monitors=monitors,
+            )
             exclude = () if self.settings.code.enabled and execute else CODE_AGENT
             self._code_offered = not exclude
             catalogue = action_catalogue(exclude=exclude)
@@ -387,8 +418,9 @@ class Agent:
         window = observation.active_window
         if window is None or not lines:
             return None, "no named elements in the active window"
-        text = self._redactor.text(accessibility_snapshot(f"{window.app}: {window.title}", lines,
-                                                          total))  # fmt: skip
+        text = self._redactor.text(
+            accessibility_snapshot(f"{window.app}: {window.title}", lines, total)
+        )
         return text, f"{len(lines)} of {total} elements"
 
     def _call(self, draft: StepDraft, messages: Sequence[Message], purpose: str) -> Any:
@@ -409,9 +441,12 @@ class Agent:
         if not self._records:
             return None
         messages = build_reflection_messages(
-            reflection_system_prompt(platform), self._task, self._records, sent,
+            reflection_system_prompt(platform),
+            self._task,
+            self._records,
+            sent,
             policy=self.settings.context,
-        )  # fmt: skip
+        )
         start = time.perf_counter()
         reply = self._call(draft, messages, "reflect")
         draft.calls.append(ModelCall.of("reflect", reply.text, reply.usage, start, reply.attempts))
@@ -436,16 +471,18 @@ class Agent:
                 )
                 raise RunEnded(
                     f"the model refused the task: {err.refusal.strip()[:300]}",
-                    status=RunStatus.INFEASIBLE, cause="refused",
-                ) from err  # fmt: skip
+                    status=RunStatus.INFEASIBLE,
+                    cause="refused",
+                ) from err
             else:
                 text = reply.text
                 try:
                     if not text.strip():
                         raise ActionParseError(
                             "the reply was empty. Reply with brief reasoning, then exactly one "
-                            "action in a ```python block.", kind="none",
-                        )  # fmt: skip
+                            "action in a ```python block.",
+                            kind="none",
+                        )
                     action = parse_action(text)
                 except ActionParseError as err:
                     problem = str(err)
@@ -460,8 +497,9 @@ class Agent:
             messages = with_feedback(messages, text, problem, policy=self.settings.context)
         raise RunEnded(
             f"no usable action after {tries} replies; the last problem: {problem}",
-            status=RunStatus.FAILED, cause="invalid_replies",
-        )  # fmt: skip
+            status=RunStatus.FAILED,
+            cause="invalid_replies",
+        )
 
     def _ground(
         self, draft: StepDraft, action: ActionModel, observation: Observation, sent: EncodedImage
@@ -478,10 +516,18 @@ class Agent:
             if targets[0].kind != "element" and self._grounder.name != "native":
                 span = self._ocr.span(targets[0].text, targets[1].text, observation)
                 for target, at in zip(targets, (span.start, span.end), strict=True):
-                    draft.grounding.append(GroundingEntry(
-                        target.text, target.kind, "ocr", (at.x, at.y), None, span.confidence,
-                        span.evidence, round(time.perf_counter() - start, 3),
-                    ))  # fmt: skip
+                    draft.grounding.append(
+                        GroundingEntry(
+                            target.text,
+                            target.kind,
+                            "ocr",
+                            (at.x, at.y),
+                            None,
+                            span.confidence,
+                            span.evidence,
+                            round(time.perf_counter() - start, 3),
+                        )
+                    )
                     points.append(at)
             else:
                 for target in targets:
@@ -490,10 +536,16 @@ class Agent:
                     points.append(result.point)
         except GroundingError as err:
             missing = next(t for t in targets if t.text not in [g.target for g in draft.grounding])
-            draft.grounding.append(GroundingEntry(
-                missing.text, missing.kind, getattr(err, "grounder", self._grounder.name), None,
-                evidence=str(err)[:500], seconds=round(time.perf_counter() - start, 3),
-            ))  # fmt: skip
+            draft.grounding.append(
+                GroundingEntry(
+                    missing.text,
+                    missing.kind,
+                    getattr(err, "grounder", self._grounder.name),
+                    None,
+                    evidence=str(err)[:500],
+                    seconds=round(time.perf_counter() - start, 3),
+                )
+            )
             draft.errors.append(not_found_feedback(missing.text, err))
             return None
         finally:
@@ -505,8 +557,9 @@ class Agent:
     ) -> GroundingResult:
         grounder = self._grounder
         if isinstance(grounder, NativeGrounder):
-            return native_result(text, text, sent=sent, observation=observation,
-                                 convention=grounder.convention)  # fmt: skip
+            return native_result(
+                text, text, sent=sent, observation=observation, convention=grounder.convention
+            )
         return grounder.ground(text, observation)
 
     def _act(
@@ -528,9 +581,11 @@ class Agent:
         windows = self._current_windows(observation) if execute else observation.windows
         subject = subject_for_action(action, points, windows, call_text(action))
         decision = self._gate.check(
-            subject, step=draft.step, ask=not self.settings.dry_run,
+            subject,
+            step=draft.step,
+            ask=not self.settings.dry_run,
             image=lambda: self._approval_image(draft, observation, points, subject.window),
-        )  # fmt: skip
+        )
         draft.safety = decision.to_json()
         if not decision.allowed:  # no code either: a caller executing it would bypass the gate
             draft.errors.append(decision.message)
@@ -588,10 +643,15 @@ class Agent:
         if self._system is None:
             raise RuntimeError("the platform is known only after the first observation")
         agent = CodeAgent(
-            lambda messages: self._call(draft, messages, "code"), self.settings.code,
-            self._system[0], self._gate, env=getattr(self._backend, "env", None),
-            secrets=self._secrets, redactor=self._redactor, step=draft.step,
-        )  # fmt: skip
+            lambda messages: self._call(draft, messages, "code"),
+            self.settings.code,
+            self._system[0],
+            self._gate,
+            env=getattr(self._backend, "env", None),
+            secrets=self._secrets,
+            redactor=self._redactor,
+            step=draft.step,
+        )
         start = time.perf_counter()
         try:
             report = agent.run(action.task or self._task, on_substep=draft.substeps.append)
@@ -605,9 +665,14 @@ class Agent:
     def _write(self, entry: StepEntry) -> None:
         t = entry.timings
         self._timings = self._timings + Timings(
-            entry.seconds, t.get("observe", 0.0), t.get("encode", 0.0), t.get("build", 0.0),
-            t.get("model", 0.0), t.get("grounding", 0.0), t.get("execute", 0.0),
-        )  # fmt: skip
+            entry.seconds,
+            t.get("observe", 0.0),
+            t.get("encode", 0.0),
+            t.get("build", 0.0),
+            t.get("model", 0.0),
+            t.get("grounding", 0.0),
+            t.get("execute", 0.0),
+        )
         if self._writer is not None:
             self._writer.write_step(entry)
 
@@ -654,21 +719,29 @@ class Agent:
         if limit is not None and time.monotonic() - self._clock >= limit:
             raise RunEnded(
                 f"the time limit of {limit:g} s was reached",
-                status=RunStatus.BUDGET_EXCEEDED, cause="max_seconds",
-            )  # fmt: skip
+                status=RunStatus.BUDGET_EXCEEDED,
+                cause="max_seconds",
+            )
 
     def _finish_done(self, action: ActionModel, postcondition: Postcondition | None) -> RunResult:
         answer = getattr(action, "answer", None)
         if postcondition is None:
-            return self.finish(RunStatus.SUCCEEDED, "done", "the model said the task is done",
-                               answer=answer)  # fmt: skip
+            return self.finish(
+                RunStatus.SUCCEEDED, "done", "the model said the task is done", answer=answer
+            )
         check = check_postcondition(postcondition)
         if check.passed:
-            return self.finish(RunStatus.SUCCEEDED, "done", "done, and the check passed",
-                               answer=answer, check=check)  # fmt: skip
+            return self.finish(
+                RunStatus.SUCCEEDED,
+                "done",
+                "done, and the check passed",
+                answer=answer,
+                check=check,
+            )
         reason = f"the model said done, but the check failed: {check.detail}"
-        return self.finish(RunStatus.FAILED, "postcondition_failed", reason, answer=answer,
-                           check=check)  # fmt: skip
+        return self.finish(
+            RunStatus.FAILED, "postcondition_failed", reason, answer=answer, check=check
+        )
 
     def finish(
         self,
@@ -684,13 +757,22 @@ class Agent:
         reason = self._redactor.text(reason)
         answer = self._redactor.text(answer) if answer is not None else None
         result = RunResult(
-            task=self._task, status=status, cause=cause, reason=reason, answer=answer,
-            steps=len(self._records), usage=self._meter.total, model_calls=self._calls,
+            task=self._task,
+            status=status,
+            cause=cause,
+            reason=reason,
+            answer=answer,
+            steps=len(self._records),
+            usage=self._meter.total,
+            model_calls=self._calls,
             timings=_rounded(replace(self._timings, total=time.monotonic() - self._clock)),
-            trajectory_dir=self.trajectory_dir, verified=bool(check and check.passed),
-            postcondition=check, model=self.model.model, started_at=self._started_at,
+            trajectory_dir=self.trajectory_dir,
+            verified=bool(check and check.passed),
+            postcondition=check,
+            model=self.model.model,
+            started_at=self._started_at,
             error_type=type(error).__name__ if error is not None else None,
-        )  # fmt: skip
+        )
         if self._writer is not None:
             self._writer.write_result(result)
             self._writer.close()
@@ -730,5 +812,8 @@ def _settings_json(settings: AgentConfig) -> dict[str, Any]:
 
 
 __all__ = [
-    "Agent", "RunEnded", "StepReport", "call_text",
-]  # fmt: skip
+    "Agent",
+    "RunEnded",
+    "StepReport",
+    "call_text",
+]

@@ -57,9 +57,13 @@ _FENCE = re.compile(
 )
 _FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
 _ALIASES: dict[str, Language] = {
-    "python": "python", "py": "python", "python3": "python",
-    "bash": "bash", "sh": "bash", "shell": "bash",
-}  # fmt: skip
+    "python": "python",
+    "py": "python",
+    "python3": "python",
+    "bash": "bash",
+    "sh": "bash",
+    "shell": "bash",
+}
 _SKIPPED_DIRS = frozenset({".git", ".cache", "__pycache__", "node_modules", ".venv"})
 SNAPSHOT_LIMIT = 5000  # files compared before and after, breadth first
 
@@ -86,8 +90,11 @@ def parse_code_reply(text: str) -> CodeReply:
     blocks = _FENCE.findall(text)
     runnable = [(_ALIASES[tag.lower()], body) for tag, body in blocks if tag.lower() in _ALIASES]
     if len(runnable) > 1:
-        return CodeReply("invalid", error=f"it has {len(runnable)} code blocks; write exactly "
-                         "one per turn and look at its output before the next")  # fmt: skip
+        return CodeReply(
+            "invalid",
+            error=f"it has {len(runnable)} code blocks; write exactly "
+            "one per turn and look at its output before the next",
+        )
     if runnable:
         language, code = runnable[0]
         if not code.strip():
@@ -101,8 +108,10 @@ def parse_code_reply(text: str) -> CodeReply:
     if blocks:
         tags = ", ".join(sorted({f"```{tag or '(none)'}" for tag, _ in blocks}))
         return CodeReply("invalid", error=f"only ```python and ```bash blocks are run, not {tags}")
-    return CodeReply("invalid", error="it has no ```python or ```bash block, and its last line "
-                     "is not DONE or FAIL")  # fmt: skip
+    return CodeReply(
+        "invalid",
+        error="it has no ```python or ```bash block, and its last line is not DONE or FAIL",
+    )
 
 
 # -- what changed on disk ------------------------------------------------------------------------
@@ -144,13 +153,20 @@ class FileChanges:
     complete: bool = True
 
     @classmethod
-    def between(cls, folder: Path, before: tuple[Snapshot, bool], after: tuple[Snapshot, bool]
-                ) -> FileChanges:  # fmt: skip
+    def between(
+        cls, folder: Path, before: tuple[Snapshot, bool], after: tuple[Snapshot, bool]
+    ) -> FileChanges:
         old, new = before[0], after[0]
-        modified = tuple((p, old[p][0], new[p][0]) for p in sorted(old.keys() & new.keys())
-                         if old[p] != new[p])  # fmt: skip
-        return cls(folder, tuple(sorted(new.keys() - old.keys())), modified,
-                   tuple(sorted(old.keys() - new.keys())), before[1] and after[1])  # fmt: skip
+        modified = tuple(
+            (p, old[p][0], new[p][0]) for p in sorted(old.keys() & new.keys()) if old[p] != new[p]
+        )
+        return cls(
+            folder,
+            tuple(sorted(new.keys() - old.keys())),
+            modified,
+            tuple(sorted(old.keys() - new.keys())),
+            before[1] and after[1],
+        )
 
     def describe(self, limit: int = 8) -> str:
         parts = [f"modified {p} ({a} -> {b} bytes)" for p, a, b in self.modified[:limit]]
@@ -216,10 +232,16 @@ class CodeAgent:
     def runner_settings(self) -> RunnerSettings:
         s = self.settings
         return RunnerSettings(
-            workdir=self.workdir, timeout_s=s.timeout_s, memory_mb=s.memory_mb,
-            output_bytes=s.output_bytes, sandbox=s.sandbox, writable=tuple(s.writable),
-            python=s.python, env=self.env, secrets=self.secrets,
-        )  # fmt: skip
+            workdir=self.workdir,
+            timeout_s=s.timeout_s,
+            memory_mb=s.memory_mb,
+            output_bytes=s.output_bytes,
+            sandbox=s.sandbox,
+            writable=tuple(s.writable),
+            python=s.python,
+            env=self.env,
+            secrets=self.secrets,
+        )
 
     def _opening(self, task: str) -> list[Message]:
         template = load_template("code_agent")
@@ -228,15 +250,18 @@ class CodeAgent:
             max_steps=self.settings.max_steps,
             timeout_seconds=round(self.settings.timeout_s),
         )
-        parts = [template.render("task", task=task),
-                 template.render("workdir", workdir=str(self.workdir))]  # fmt: skip
+        parts = [
+            template.render("task", task=task),
+            template.render("workdir", workdir=str(self.workdir)),
+        ]
         if self.settings.sandbox == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
             parts.append(template.render("sandbox", writable=", ".join(map(str, folders))))
         return [Message.text("system", system), Message.text("user", "\n".join(parts))]
 
-    def run(self, task: str, *, on_substep: Callable[[dict[str, Any]], None] = lambda _: None
-            ) -> CodeAgentReport:  # fmt: skip
+    def run(
+        self, task: str, *, on_substep: Callable[[dict[str, Any]], None] = lambda _: None
+    ) -> CodeAgentReport:
         """The loop (see the module docstring). Model and budget errors propagate; Ctrl-C
         kills the running block and propagates."""
         limit = self.settings.max_steps
@@ -251,8 +276,9 @@ class CodeAgent:
             runner = CodeRunner(self.runner_settings())
         except CodeRunnerError as err:  # e.g. a working folder that does not exist
             text = redact(f"The code agent could not start, so no code was run: {err}.")
-            return CodeAgentReport("fail", task, redact(str(err)), 0, (),
-                                   FileChanges(self.workdir), text)  # fmt: skip
+            return CodeAgentReport(
+                "fail", task, redact(str(err)), 0, (), FileChanges(self.workdir), text
+            )
         with runner:
             for turn in range(1, limit + 1):
                 record: dict[str, Any] = {"substep": turn, "started_at": round(time.time(), 3)}
@@ -271,8 +297,10 @@ class CodeAgent:
                 if reply.kind == "final":
                     status, summary = reply.status or "fail", reply.summary
                     break
-                messages += [Message.text("assistant", redact(text) or "(empty reply)"),
-                             Message.text("user", redact(feedback))]  # fmt: skip
+                messages += [
+                    Message.text("assistant", redact(text) or "(empty reply)"),
+                    Message.text("user", redact(feedback)),
+                ]
         changes = FileChanges.between(self.workdir, before, snapshot(self.workdir))
         summary = redact(summary)
         limit = self.settings.summary_chars
@@ -286,15 +314,19 @@ class CodeAgent:
         except OutputTruncated as err:
             text = err.partial_text
             record["call"] = asdict(ModelCall.of("code", text, err.usage, start, 1, "cut off"))
-            return text, CodeReply("invalid", error="the reply was cut off at the output limit; "
-                                   "keep the reasoning and the block short")  # fmt: skip
+            return text, CodeReply(
+                "invalid",
+                error="the reply was cut off at the output limit; "
+                "keep the reasoning and the block short",
+            )
         except Refused as err:
             call = ModelCall.of("code", err.refusal, err.usage, start, 1, "refused")
             record["call"] = asdict(call)
             record.update(kind="refused_by_model", error=f"the model refused: {err.refusal[:300]}")
             return err.refusal, None
-        record["call"] = asdict(ModelCall.of("code", answer.text, answer.usage, start,
-                                             answer.attempts))  # fmt: skip
+        record["call"] = asdict(
+            ModelCall.of("code", answer.text, answer.usage, start, answer.attempts)
+        )
         return answer.text, parse_code_reply(answer.text)
 
     def _turn(
@@ -314,34 +346,49 @@ class CodeAgent:
             return ""
         if reply.kind == "invalid" or reply.language is None:
             record["error"] = reply.error
-            return template.render("invalid_reply", step=turn, error=reply.error,
-                                   remaining=remaining)  # fmt: skip
+            return template.render(
+                "invalid_reply", step=turn, error=reply.error, remaining=remaining
+            )
         record.update(language=reply.language, code=reply.code)
-        decision = self.gate.check(subject_for_code(reply.language, reply.code), step=self.step,
-                                   substep=turn, ask=self.ask)  # fmt: skip
+        decision = self.gate.check(
+            subject_for_code(reply.language, reply.code), step=self.step, substep=turn, ask=self.ask
+        )
         record["safety"] = decision.to_json()
         if not decision.allowed:
             record["kind"] = "refused"
-            return template.render("refused", step=turn, reason=decision.message,
-                                   remaining=remaining)  # fmt: skip
+            return template.render(
+                "refused", step=turn, reason=decision.message, remaining=remaining
+            )
         run = self._redacted(runner.run(reply.language, reply.code))  # before any clipping
         runs.append((turn, run))
         record["run"] = run.to_json()
         output = model_output(run, self.settings.model_output_chars)
         if run.exit_status is None:
-            return template.render("stopped", step=turn, language=run.language,
-                                   reason=_stopped_reason(run, self.settings.timeout_s),
-                                   output=output, remaining=remaining)  # fmt: skip
-        return template.render("result", step=turn, language=run.language,
-                               exit_status=run.exit_status, output=output,
-                               remaining=remaining)  # fmt: skip
+            return template.render(
+                "stopped",
+                step=turn,
+                language=run.language,
+                reason=_stopped_reason(run, self.settings.timeout_s),
+                output=output,
+                remaining=remaining,
+            )
+        return template.render(
+            "result",
+            step=turn,
+            language=run.language,
+            exit_status=run.exit_status,
+            output=output,
+            remaining=remaining,
+        )
 
     def _redacted(self, run: CodeRun) -> CodeRun:
         redact = self.redactor.text
         return replace(
-            run, stdout=replace(run.stdout, text=redact(run.stdout.text)),
-            stderr=replace(run.stderr, text=redact(run.stderr.text)), error=redact(run.error),
-        )  # fmt: skip
+            run,
+            stdout=replace(run.stdout, text=redact(run.stdout.text)),
+            stderr=replace(run.stderr, text=redact(run.stderr.text)),
+            error=redact(run.error),
+        )
 
 
 def _stopped_reason(run: CodeRun, timeout_s: float) -> str:
@@ -372,8 +419,11 @@ def worker_text(
 ) -> str:
     """What the GUI worker is told: how it ended, the summary, the file changes, and the real
     output of the last blocks (newest first until ``limit`` characters are used)."""
-    ending = {"done": "finished (DONE)", "fail": "gave up (FAIL)",
-              "max_steps": "ran out of turns without finishing"}[status]  # fmt: skip
+    ending = {
+        "done": "finished (DONE)",
+        "fail": "gave up (FAIL)",
+        "max_steps": "ran out of turns without finishing",
+    }[status]
     head = f"The code agent {ending} after {turns} turn(s); {len(runs)} block(s) ran"
     if runs:
         head += f", the last one ended with {runs[-1][1].stopped}"
@@ -392,6 +442,13 @@ def worker_text(
 
 
 __all__ = [
-    "LANGUAGES", "CodeAgent", "CodeAgentReport", "CodeReply", "FileChanges", "model_output",
-    "parse_code_reply", "snapshot", "worker_text",
-]  # fmt: skip
+    "LANGUAGES",
+    "CodeAgent",
+    "CodeAgentReport",
+    "CodeReply",
+    "FileChanges",
+    "model_output",
+    "parse_code_reply",
+    "snapshot",
+    "worker_text",
+]

@@ -192,9 +192,21 @@ def sandbox_problem() -> str | None:
     exe = shutil.which("bwrap")
     if exe is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-            "--die-with-parent", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else []),
-            "--", "true"]  # fmt: skip
+    argv = [
+        exe,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-all",
+        "--die-with-parent",
+        *(["--cap-drop", "ALL"] if os.geteuid() == 0 else []),
+        "--",
+        "true",
+    ]
     try:
         probe = subprocess.run(argv, capture_output=True, timeout=15, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -260,10 +272,16 @@ class CodeRunner:
         report, report_w = os.pipe()  # the launcher's "status leftovers" line
         try:
             proc = subprocess.Popen(
-                self._wrap(argv, report_w), cwd=self.workdir, env=self._env(),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, preexec_fn=self._preexec(), pass_fds=(report_w,),
-            )  # fmt: skip
+                self._wrap(argv, report_w),
+                cwd=self.workdir,
+                env=self._env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=self._preexec(),
+                pass_fds=(report_w,),
+            )
         except OSError as err:
             os.close(report)
             return CodeRun(language, None, empty, empty, 0.0, error=str(err))
@@ -291,10 +309,15 @@ class CodeRunner:
         if timed_out:
             killed_by = None
         return CodeRun(
-            language, None if (timed_out or killed_by) else status, out.captured(),
-            err.captured(), round(time.monotonic() - start, 3), timed_out=timed_out,
-            signal_number=killed_by, killed_leftovers=leftovers,
-        )  # fmt: skip
+            language,
+            None if (timed_out or killed_by) else status,
+            out.captured(),
+            err.captured(),
+            round(time.monotonic() - start, 3),
+            timed_out=timed_out,
+            signal_number=killed_by,
+            killed_leftovers=leftovers,
+        )
 
     def _collect(
         self, proc: subprocess.Popen[bytes], out: _HeadTail, err: _HeadTail, start: float
@@ -362,10 +385,16 @@ class CodeRunner:
         argv = launcher_argv(report_fd, argv)
         if self.settings.sandbox == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
-            argv = [*sandbox_argv(
-                shutil.which("bwrap") or "bwrap", writable=[*folders, self.scratch],
-                env=self._env(), session=self._base(), kept=[argv[0], launcher_file()],
-            ), *argv]  # fmt: skip
+            argv = [
+                *sandbox_argv(
+                    shutil.which("bwrap") or "bwrap",
+                    writable=[*folders, self.scratch],
+                    env=self._env(),
+                    session=self._base(),
+                    kept=[argv[0], launcher_file()],
+                ),
+                *argv,
+            ]
         else:
             argv = [*containment_argv(), *argv]
         limit = self.settings.memory_mb
@@ -392,17 +421,29 @@ class CodeRunner:
 
     def _env(self) -> dict[str, str]:
         env = code_environment(
-            self._base(), self.settings.secrets, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8",
-            PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(self.scratch),
-        )  # fmt: skip
+            self._base(),
+            self.settings.secrets,
+            PYTHONUNBUFFERED="1",
+            PYTHONIOENCODING="utf-8",
+            PYTHONDONTWRITEBYTECODE="1",
+            TMPDIR=str(self.scratch),
+        )
         if self.settings.sandbox == "bwrap":
             return sandbox_environment(env, home=self.scratch / "home", tmpdir=self.scratch)
         return env
 
 
 __all__ = [
-    "LANGUAGES", "Captured", "CodeRun", "CodeRunner", "CodeRunnerError", "Language",
+    "LANGUAGES",
+    "Captured",
+    "CodeRun",
+    "CodeRunner",
+    "CodeRunnerError",
+    "Language",
     "RunnerSettings",
-    "SandboxUnavailable", "clip_middle", "code_environment", "containment_problem",
+    "SandboxUnavailable",
+    "clip_middle",
+    "code_environment",
+    "containment_problem",
     "sandbox_problem",
-]  # fmt: skip
+]

@@ -108,9 +108,12 @@ class AgentS3:
             context=ContextPolicy(keep_images=max(1, max_trajectory_length)),
         )
         self.agent = Agent(
-            model_config(engine_params), settings=settings, grounding=grounding,
-            grounder=grounder, backend=backend,
-        )  # fmt: skip
+            model_config(engine_params),
+            settings=settings,
+            grounding=grounding,
+            grounder=grounder,
+            backend=backend,
+        )
         self._instruction: str | None = None
         self._ended: str | None = None
 

@@ -251,8 +251,9 @@ def key_combo(text: str, setting: str = "keys") -> frozenset[str]:
     """``"ctrl+alt+Delete"`` -> the normalised key names, left/right variants folded."""
     parts = [p.strip() for p in text.split("+")]
     if not text.strip() or any(not p for p in parts):
-        raise ConfigError(f"{setting}: {text!r} is not a key combination such as 'ctrl+q'",
-                          setting=setting)  # fmt: skip
+        raise ConfigError(
+            f"{setting}: {text!r} is not a key combination such as 'ctrl+q'", setting=setting
+        )
     try:
         return frozenset(fold_key(normalize_key(p)) for p in parts)
     except ValueError as err:
@@ -260,11 +261,20 @@ def key_combo(text: str, setting: str = "keys") -> frozenset[str]:
 
 
 _FOLDED = {
-    "ctrlleft": "ctrl", "ctrlright": "ctrl", "altleft": "alt", "altright": "alt",
-    "shiftleft": "shift", "shiftright": "shift", "winleft": "win", "winright": "win",
-    "optionleft": "option", "optionright": "option", "del": "delete", "return": "enter",
+    "ctrlleft": "ctrl",
+    "ctrlright": "ctrl",
+    "altleft": "alt",
+    "altright": "alt",
+    "shiftleft": "shift",
+    "shiftright": "shift",
+    "winleft": "win",
+    "winright": "win",
+    "optionleft": "option",
+    "optionright": "option",
+    "del": "delete",
+    "return": "enter",
     "esc": "escape",
-}  # fmt: skip
+}
 
 
 def fold_key(key: str) -> str:
@@ -293,19 +303,25 @@ class SafetyRule:
 
     def __post_init__(self) -> None:
         if self.effect not in get_args(RuleEffect):
-            raise ConfigError(f"a rule's effect must be allow, risky or deny, not {self.effect!r}",
-                              setting="safety.rules.effect")  # fmt: skip
+            raise ConfigError(
+                f"a rule's effect must be allow, risky or deny, not {self.effect!r}",
+                setting="safety.rules.effect",
+            )
         if not (self.actions or self.apps or self.keys or self.text):
-            raise ConfigError("a safety rule needs at least one of actions, apps, keys, text",
-                              setting="safety.rules")  # fmt: skip
+            raise ConfigError(
+                "a safety rule needs at least one of actions, apps, keys, text",
+                setting="safety.rules",
+            )
         for combo in self.keys:
             key_combo(combo, "safety.rules.keys")
         if self.text:
             try:
                 re.compile(self.text)
             except re.error as err:
-                raise ConfigError(f"safety rule text {self.text!r} is not a regular expression: "
-                                  f"{err}", setting="safety.rules.text") from None  # fmt: skip
+                raise ConfigError(
+                    f"safety rule text {self.text!r} is not a regular expression: {err}",
+                    setting="safety.rules.text",
+                ) from None
 
     @property
     def combos(self) -> tuple[frozenset[str], ...]:
@@ -323,8 +339,9 @@ class SafetyRule:
             actions=_strings(table.get("actions", ()), "safety.rules.actions"),
             apps=_strings(table.get("apps", ()), "safety.rules.apps"),
             keys=_strings(table.get("keys", ()), "safety.rules.keys"),
-            text=text, note=note,
-        )  # fmt: skip
+            text=text,
+            note=note,
+        )
 
 
 @dataclass(frozen=True)
@@ -357,8 +374,12 @@ class SafetyConfig:
     def to_mapping(self) -> dict[str, Any]:
         """The ``[safety]`` table that ``from_mapping`` reads back (for harness workers)."""
         rules = [{k: v for k, v in asdict(rule).items() if v} for rule in self.rules]
-        return {"mode": self.mode, "allow_apps": list(self.allow_apps),
-                "allow_paths": list(self.allow_paths), "rules": rules}  # fmt: skip
+        return {
+            "mode": self.mode,
+            "allow_apps": list(self.allow_apps),
+            "allow_paths": list(self.allow_paths),
+            "rules": rules,
+        }
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], default_mode: str = "auto") -> SafetyConfig:
@@ -401,15 +422,27 @@ class CodeAgentConfig:
         checks = (
             (self.max_steps >= 1, "code agent max_steps must be at least 1", "--code-steps"),
             (self.timeout_s > 0, "the code timeout must be positive", "--code-timeout"),
-            (self.memory_mb is None or self.memory_mb >= 16, "memory_mb must be at least 16",
-             "code_agent.memory_mb"),
-            (self.sandbox in get_args(SandboxName), f"unknown code sandbox {self.sandbox!r}; "
-             "use none or bwrap", "--code-sandbox"),
-            (self.output_bytes >= 1000, "output_bytes must be at least 1000",
-             "code_agent.output_bytes"),
-            (self.model_output_chars >= 200 and self.summary_chars >= 200,
-             "output character limits must be at least 200", "code_agent.summary_chars"),
-        )  # fmt: skip
+            (
+                self.memory_mb is None or self.memory_mb >= 16,
+                "memory_mb must be at least 16",
+                "code_agent.memory_mb",
+            ),
+            (
+                self.sandbox in get_args(SandboxName),
+                f"unknown code sandbox {self.sandbox!r}; use none or bwrap",
+                "--code-sandbox",
+            ),
+            (
+                self.output_bytes >= 1000,
+                "output_bytes must be at least 1000",
+                "code_agent.output_bytes",
+            ),
+            (
+                self.model_output_chars >= 200 and self.summary_chars >= 200,
+                "output character limits must be at least 200",
+                "code_agent.summary_chars",
+            ),
+        )
         for passed, message, setting in checks:
             if not passed:
                 raise ConfigError(message, setting=setting)
@@ -441,9 +474,18 @@ class CodeAgentConfig:
     def from_mapping(cls, table: Mapping[str, Any]) -> CodeAgentConfig:
         """From the ``[code_agent]`` table; ``timeout`` is in seconds, paths may use ``~``."""
         names = (
-            "enabled", "max_steps", "timeout", "memory_mb", "sandbox", "workdir", "writable",
-            "output_bytes", "model_output_chars", "summary_chars", "python",
-        )  # fmt: skip
+            "enabled",
+            "max_steps",
+            "timeout",
+            "memory_mb",
+            "sandbox",
+            "workdir",
+            "writable",
+            "output_bytes",
+            "model_output_chars",
+            "summary_chars",
+            "python",
+        )
         _unknown(table, names, "code_agent")
         values: dict[str, Any] = {k: v for k, v in table.items() if k in names}
         if "timeout" in values:
@@ -479,8 +521,9 @@ def read_config_file(
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise ConfigError(f"cannot read configuration file {path}: {err}",
-                          setting="--config") from err  # fmt: skip
+        raise ConfigError(
+            f"cannot read configuration file {path}: {err}", setting="--config"
+        ) from err
     tables = []
     for name in ("safety", "code_agent"):
         table = data.get(name, {})
@@ -527,8 +570,10 @@ class SecretsConfig:
             try:
                 found += path.read_text(encoding="utf-8").splitlines()
             except (OSError, UnicodeDecodeError) as err:
-                raise ConfigError(f"cannot read secret file {path} ([secrets] files): {err}",
-                                  setting="secrets.files") from err  # fmt: skip
+                raise ConfigError(
+                    f"cannot read secret file {path} ([secrets] files): {err}",
+                    setting="secrets.files",
+                ) from err
         return tuple(dict.fromkeys(v.strip() for v in found if v.strip()))
 
 
@@ -546,8 +591,9 @@ def read_secrets(
         try:
             table = tomllib.loads(path.read_text(encoding="utf-8")).get("secrets", {})
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            raise ConfigError(f"cannot read configuration file {path}: {err}",
-                              setting="--config") from err  # fmt: skip
+            raise ConfigError(
+                f"cannot read configuration file {path}: {err}", setting="--config"
+            ) from err
     elif explicit:
         raise ConfigError(f"configuration file {path} does not exist", setting="--config")
     if not isinstance(table, Mapping):
@@ -613,8 +659,10 @@ class AgentConfig:
             number = _number(env, name, kind)
             if number is not None:
                 values[key] = number
-        for name, key in (("AGENT_S_REFLECTION", "reflection"),
-                          ("AGENT_S_A11Y_SNAPSHOT", "a11y_snapshot")):  # fmt: skip
+        for name, key in (
+            ("AGENT_S_REFLECTION", "reflection"),
+            ("AGENT_S_A11Y_SNAPSHOT", "a11y_snapshot"),
+        ):
             flag = _flag(env, name)
             if flag is not None:
                 values[key] = flag
@@ -630,8 +678,23 @@ class AgentConfig:
 
 
 __all__ = [
-    "DEFAULT_MAX_STEPS", "PROVIDERS", "AgentConfig", "CodeAgentConfig", "ConfigError",
-    "GroundModeName", "GroundingConfig", "ModelConfig", "ProviderName", "RuleEffect",
-    "SafetyConfig", "SafetyMode", "SafetyRule", "SandboxName", "SecretsConfig", "fold_key",
-    "key_combo", "read_config_file", "read_secrets",
-]  # fmt: skip
+    "DEFAULT_MAX_STEPS",
+    "PROVIDERS",
+    "AgentConfig",
+    "CodeAgentConfig",
+    "ConfigError",
+    "GroundModeName",
+    "GroundingConfig",
+    "ModelConfig",
+    "ProviderName",
+    "RuleEffect",
+    "SafetyConfig",
+    "SafetyMode",
+    "SafetyRule",
+    "SandboxName",
+    "SecretsConfig",
+    "fold_key",
+    "key_combo",
+    "read_config_file",
+    "read_secrets",
+]

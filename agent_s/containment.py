@@ -78,10 +78,22 @@ _RUN_KEPT = ("current-system", "booted-system", "wrappers", "opengl-driver", "op
 _X11 = ("/tmp/.X11-unix", "/tmp/.ICE-unix")  # noqa: S108 - the X server's socket folders
 _HOME_HIDDEN = (".ssh", ".gnupg", ".docker")  # agent sockets and keys
 _HOME_STARTUP = (
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshenv", ".zshrc",
-    ".zprofile", ".xprofile", ".xsessionrc", ".xinitrc", ".pam_environment",
-    ".config/autostart", ".config/environment.d", ".config/systemd",
-)  # fmt: skip
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshenv",
+    ".zshrc",
+    ".zprofile",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
+    ".pam_environment",
+    ".config/autostart",
+    ".config/environment.d",
+    ".config/systemd",
+)
 _KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "USER", "LOGNAME")
 
 
@@ -105,14 +117,28 @@ def _probe(argv: tuple[str, ...]) -> str | None:
 def _candidates() -> list[list[str]]:
     found = []
     if bwrap := shutil.which("bwrap"):
-        found.append([bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc",
-                      "--die-with-parent", "--new-session", "--"])  # fmt: skip
+        found.append(
+            [
+                bwrap,
+                "--dev-bind",
+                "/",
+                "/",
+                "--unshare-pid",
+                "--proc",
+                "/proc",
+                "--die-with-parent",
+                "--new-session",
+                "--",
+            ]
+        )
     if unshare := shutil.which("unshare"):
         tail = ["--pid", "--fork", "--mount-proc", "--kill-child", "--"]
         if os.geteuid() == 0:
             found.append([unshare, *tail])
-        found += [[unshare, "--user", "--map-current-user", *tail],
-                  [unshare, "--user", "--map-root-user", *tail]]  # fmt: skip
+        found += [
+            [unshare, "--user", "--map-current-user", *tail],
+            [unshare, "--user", "--map-root-user", *tail],
+        ]
     return found
 
 
@@ -133,9 +159,11 @@ def containment_problem() -> str | None:
     if candidates and len(problems) < len(candidates):
         return None
     why = "; ".join(dict.fromkeys(problems)) or "neither bubblewrap nor util-linux unshare found"
-    return (f"no PID namespace for code ({why}): every process a block starts is still ended "
-            "with it, but the code can see the machine's processes and may read the agent's "
-            "environment through /proc")  # fmt: skip
+    return (
+        f"no PID namespace for code ({why}): every process a block starts is still ended "
+        "with it, but the code can see the machine's processes and may read the agent's "
+        "environment through /proc"
+    )
 
 
 # -- the sandbox -----------------------------------------------------------------------------
@@ -333,8 +361,11 @@ def block_processes(root: int, *, session: bool = True) -> list[int]:
     (also one that started a session of its own) and, with ``session``, every member of
     ``root``'s session or process group. ``root`` itself is included; this process is not."""
     table = _table()
-    found = {pid for pid, (_, group, sid) in table.items() if root in (group, sid)} if session \
-        else set()  # fmt: skip
+    found = (
+        {pid for pid, (_, group, sid) in table.items() if root in (group, sid)}
+        if session
+        else set()
+    )
     children: dict[int, list[int]] = {}
     for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
@@ -356,8 +387,9 @@ def _send(pids: Iterable[int], sig: int, group: int | None = None) -> None:
             os.kill(pid, sig)
 
 
-def end_block(root: int, *, session: bool = True, between: Callable[[], None] = lambda: None
-              ) -> int:  # fmt: skip
+def end_block(
+    root: int, *, session: bool = True, between: Callable[[], None] = lambda: None
+) -> int:
     """End every process of a block (``block_processes``): SIGTERM, then SIGKILL, listing them
     again each round so that processes forked meanwhile go too; ``root`` last, since a
     launcher (a subreaper) keeps catching orphans while it lives. Killing a PID namespace's

@@ -151,13 +151,23 @@ def _code_containment() -> Check:
 
     contained, sandbox = containment_problem(), sandbox_problem()
     if contained is not None:
-        return Check("code sandbox", "warn", contained,
-                     f"{_APT} bubblewrap, or enable unprivileged user namespaces")  # fmt: skip
+        return Check(
+            "code sandbox",
+            "warn",
+            contained,
+            f"{_APT} bubblewrap, or enable unprivileged user namespaces",
+        )
     if sandbox is not None:
-        return Check("code sandbox", "warn", f"code runs in its own PID namespace, but "
-                     f"--code-sandbox bwrap cannot be used: {sandbox}", f"{_APT} bubblewrap")
-    return Check("code sandbox", "ok", "code runs in its own PID namespace; --code-sandbox "
-                 "bwrap works")  # fmt: skip
+        return Check(
+            "code sandbox",
+            "warn",
+            f"code runs in its own PID namespace, but "
+            f"--code-sandbox bwrap cannot be used: {sandbox}",
+            f"{_APT} bubblewrap",
+        )
+    return Check(
+        "code sandbox", "ok", "code runs in its own PID namespace; --code-sandbox bwrap works"
+    )
 
 
 def _tesseract() -> Check:
@@ -247,33 +257,48 @@ def provider_checks(
 
     checks: list[Check] = []
     if not (options.model or environ.get("AGENT_S_MODEL")):
-        checks.append(Check(
-            "model", "warn", "no model configured: agent-s run cannot start",
-            "pass --model NAME and --provider, or set AGENT_S_MODEL and AGENT_S_PROVIDER "
-            "(the key: OPENAI_API_KEY / ANTHROPIC_API_KEY, or --api-key-file PATH)",
-        ))  # fmt: skip
+        checks.append(
+            Check(
+                "model",
+                "warn",
+                "no model configured: agent-s run cannot start",
+                "pass --model NAME and --provider, or set AGENT_S_MODEL and AGENT_S_PROVIDER "
+                "(the key: OPENAI_API_KEY / ANTHROPIC_API_KEY, or --api-key-file PATH)",
+            )
+        )
     else:
         try:
             config = ModelConfig.from_env(
-                provider=options.provider, model=options.model, base_url=options.base_url,
-                api_key=options.api_key, environ=environ,
-            )  # fmt: skip
+                provider=options.provider,
+                model=options.model,
+                base_url=options.base_url,
+                api_key=options.api_key,
+                environ=environ,
+            )
         except ConfigError as err:
             checks.append(Check("model", "fail", str(err)))
         else:
             checks.append(probe_provider("model", config.settings(), timeout_s=timeout_s))
     try:
         grounding = GroundingConfig.from_env(
-            mode=options.ground, url=options.ground_url, model=options.ground_model,
+            mode=options.ground,
+            url=options.ground_url,
+            model=options.ground_model,
             environ=environ,
-        )  # fmt: skip
+        )
     except ConfigError as err:
         checks.append(Check("grounding model", "fail", str(err)))
         return checks
     settings = grounding.settings()
     if settings is not None:
-        checks.append(probe_provider("grounding model", settings, timeout_s=timeout_s,
-                                     url_setting="--ground-url / AGENT_S_GROUND_URL"))  # fmt: skip
+        checks.append(
+            probe_provider(
+                "grounding model",
+                settings,
+                timeout_s=timeout_s,
+                url_setting="--ground-url / AGENT_S_GROUND_URL",
+            )
+        )
     return checks
 
 
@@ -307,40 +332,61 @@ def probe_provider(
     try:
         adapter = build_adapter(settings, profile)
     except AuthenticationError as err:
-        return Check(name, "fail", f"API key missing for {label}: {err.key_source} is not set",
-                     f"set {err.key_source}, or pass --api-key")  # fmt: skip
+        return Check(
+            name,
+            "fail",
+            f"API key missing for {label}: {err.key_source} is not set",
+            f"set {err.key_source}, or pass --api-key",
+        )
     request = ModelRequest(
-        (Message.text("user", _PROBE_PROMPT),), max_output_tokens=1,
+        (Message.text("user", _PROBE_PROMPT),),
+        max_output_tokens=1,
         metadata={"purpose": "doctor"},
-    )  # fmt: skip
+    )
     start = time.perf_counter()
     try:
         adapter.complete(request)
     except AuthenticationError as err:
         source = err.key_source or settings.key_source
-        return Check(name, "fail", f"{label} rejected the API key from {source} "
-                     f"({err.status or 'no status'}): {err}",
-                     f"check the key in {source}")  # fmt: skip
+        return Check(
+            name,
+            "fail",
+            f"{label} rejected the API key from {source} ({err.status or 'no status'}): {err}",
+            f"check the key in {source}",
+        )
     except (ProviderUnavailable, Timeout) as err:
         status = getattr(err, "status", None)
         if status is not None:
-            return Check(name, "fail", f"{url} answered with a server error ({status}): {err}",
-                         "try again later, or check the server's logs")  # fmt: skip
+            return Check(
+                name,
+                "fail",
+                f"{url} answered with a server error ({status}): {err}",
+                "try again later, or check the server's logs",
+            )
         if isinstance(err, Timeout):
             detail = f"no reply from {url} within {settings.timeout_s:g} s"
         else:
             cause = type(err.__cause__).__name__ if err.__cause__ is not None else "no connection"
             detail = f"cannot reach {url} ({cause})"
-        return Check(name, "fail", detail, f"check {url_setting}, the network, and that the "
-                     "server runs")  # fmt: skip
+        return Check(
+            name, "fail", detail, f"check {url_setting}, the network, and that the server runs"
+        )
     except RateLimited as err:
-        return Check(name, "warn", f"{label} accepted the key but is rate limiting: {err}",
-                     "wait, or check the account's limits")  # fmt: skip
+        return Check(
+            name,
+            "warn",
+            f"{label} accepted the key but is rate limiting: {err}",
+            "wait, or check the account's limits",
+        )
     except (OutputTruncated, Refused):
         pass  # it answered: reachable, and the key works
     except BadRequest as err:
-        return Check(name, "fail", f"{label} refused the request ({err.status}): {err}",
-                     "check the model name (--model / AGENT_S_MODEL) and the provider")  # fmt: skip
+        return Check(
+            name,
+            "fail",
+            f"{label} refused the request ({err.status}): {err}",
+            "check the model name (--model / AGENT_S_MODEL) and the provider",
+        )
     except ModelError as err:
         return Check(name, "fail", f"{label}: {type(err).__name__}: {err}")
     ms = (time.perf_counter() - start) * 1000

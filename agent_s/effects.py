@@ -83,11 +83,26 @@ _FOLDED_MODIFIERS = frozenset(fold_key(k) for k in MODIFIERS)
 WINDOW_SWITCHERS: tuple[frozenset[str], ...] = tuple(
     key_combo(combo)
     for combo in (
-        "alt+tab", "alt+escape", "alt+`", "alt+f1", "alt+f2", "alt+f6", "alt+f7", "win",
-        "ctrl+alt+left", "ctrl+alt+right", "ctrl+alt+up", "ctrl+alt+down", "ctrl+alt+t",
-        "ctrl+alt+tab", "ctrl+escape", "command+tab", "command+space", "command+`",
+        "alt+tab",
+        "alt+escape",
+        "alt+`",
+        "alt+f1",
+        "alt+f2",
+        "alt+f6",
+        "alt+f7",
+        "win",
+        "ctrl+alt+left",
+        "ctrl+alt+right",
+        "ctrl+alt+up",
+        "ctrl+alt+down",
+        "ctrl+alt+t",
+        "ctrl+alt+tab",
+        "ctrl+escape",
+        "command+tab",
+        "command+space",
+        "command+`",
     )
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -257,8 +272,14 @@ class Subject:
 
 def subject_for_code(language: str, code: str) -> Subject:
     effect = Effect("code", text=code, language=language)
-    return Subject(RUN_CODE, f"run {language} code ({len(code.splitlines())} lines)", code,
-                   (code,), language=language, effects=(effect,))  # fmt: skip
+    return Subject(
+        RUN_CODE,
+        f"run {language} code ({len(code.splitlines())} lines)",
+        code,
+        (code,),
+        language=language,
+        effects=(effect,),
+    )
 
 
 _KNOWN_ACTIONS = frozenset(ACTION_MODELS.values())
@@ -296,12 +317,23 @@ def subject_for_action(
             pass
         case SaveToKnowledgeAction():
             notes = "\n".join(action.text)
-            return Subject(name, text, texts=tuple(action.text), inert=True,
-                           effects=(Effect("note", text=notes),))  # fmt: skip
+            return Subject(
+                name,
+                text,
+                texts=tuple(action.text),
+                inert=True,
+                effects=(Effect("note", text=notes),),
+            )
         case CallCodeAgentAction():
             task = action.task or ""
-            return Subject(name, text, shown=task, texts=(task,), delegates=True,
-                           effects=(Effect("delegate", text=task),))  # fmt: skip
+            return Subject(
+                name,
+                text,
+                shown=task,
+                texts=(task,),
+                delegates=True,
+                effects=(Effect("delegate", text=task),),
+            )
         case DoneAction() | FailAction():
             return Subject(name, text, inert=True, effects=(Effect("end"),))
         case _:
@@ -317,11 +349,18 @@ def subject_for_action(
     texts = [e.text for e in effects if e.kind == "text"]
     texts += [e.target for e in effects if e.kind in ("launch", "focus")]
     return Subject(
-        name, text, shown=shown, texts=tuple(texts),
-        keys=tuple(e.keys for e in effects if e.kind == "key"), app=app, window=window,
-        points=points, button=next((e.button for e in effects if e.kind == "click"), None),
-        inert=all(e.kind in _INERT for e in effects), effects=effects,
-    )  # fmt: skip
+        name,
+        text,
+        shown=shown,
+        texts=tuple(texts),
+        keys=tuple(e.keys for e in effects if e.kind == "key"),
+        app=app,
+        window=window,
+        points=points,
+        button=next((e.button for e in effects if e.kind == "click"), None),
+        inert=all(e.kind in _INERT for e in effects),
+        effects=effects,
+    )
 
 
 def _exhaustive(action: Never) -> None:
@@ -337,13 +376,19 @@ def _receiver(effects: Sequence[Effect], windows: Sequence[WindowInfo]) -> Windo
     return next((w for w in windows if w.active), None)
 
 
-
-
 def _fold(keys: Iterable[str]) -> frozenset[str]:
     return frozenset(fold_key(k) for k in keys)
 
 
 __all__ = [
-    "RUN_CODE", "WINDOW_SWITCHERS", "Effect", "EffectKind", "Subject", "plan_effects",
-    "subject_for_action", "subject_for_code", "switches_windows", "window_at",
-]  # fmt: skip
+    "RUN_CODE",
+    "WINDOW_SWITCHERS",
+    "Effect",
+    "EffectKind",
+    "Subject",
+    "plan_effects",
+    "subject_for_action",
+    "subject_for_code",
+    "switches_windows",
+    "window_at",
+]

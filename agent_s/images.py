@@ -147,13 +147,19 @@ class EncodedImage:
             if not math.isfinite(value):
                 raise PointOutsideImageError(
                     f"{name}={value} is not a finite number",
-                    x=x, y=y, width=self.width, height=self.height,
-                )  # fmt: skip
+                    x=x,
+                    y=y,
+                    width=self.width,
+                    height=self.height,
+                )
         if not (0 <= x < self.width and 0 <= y < self.height):
             raise PointOutsideImageError(
                 f"point ({x:g}, {y:g}) is outside the {self.width}x{self.height} image",
-                x=x, y=y, width=self.width, height=self.height,
-            )  # fmt: skip
+                x=x,
+                y=y,
+                width=self.width,
+                height=self.height,
+            )
         sx = min(self.source_width - 1, math.floor((x + 0.5) * self.scale_x))
         sy = min(self.source_height - 1, math.floor((y + 0.5) * self.scale_y))
         return sx, sy
@@ -164,8 +170,11 @@ class EncodedImage:
             raise PointOutsideImageError(
                 f"point ({x}, {y}) is outside the {self.source_width}x{self.source_height} "
                 "screenshot",
-                x=x, y=y, width=self.source_width, height=self.source_height,
-            )  # fmt: skip
+                x=x,
+                y=y,
+                width=self.source_width,
+                height=self.source_height,
+            )
         return (
             min(self.width - 1, math.floor((x + 0.5) / self.scale_x)),
             min(self.height - 1, math.floor((y + 0.5) / self.scale_y)),

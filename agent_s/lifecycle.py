@@ -208,8 +208,12 @@ def session_of(pid: int) -> int | None:
 def owner() -> dict[str, Any]:
     """This process, as state files name their owner."""
     pid = os.getpid()
-    return {"pid": pid, "start": start_time(pid), "boot": _read("/proc/sys/kernel/random/boot_id"),
-            "ns": _pid_namespace()}  # fmt: skip
+    return {
+        "pid": pid,
+        "start": start_time(pid),
+        "boot": _read("/proc/sys/kernel/random/boot_id"),
+        "ns": _pid_namespace(),
+    }
 
 
 def _pid_namespace() -> str:
@@ -268,6 +272,16 @@ def sweep(folder: Path | None = None) -> Swept:
 
 
 __all__ = [
-    "STOP_SIGNALS", "Swept", "Terminated", "alive", "deferred", "owner", "received",
-    "signal_name", "state_dir", "stop_signals_interrupt", "sweep", "watch_lifeline",
-]  # fmt: skip
+    "STOP_SIGNALS",
+    "Swept",
+    "Terminated",
+    "alive",
+    "deferred",
+    "owner",
+    "received",
+    "signal_name",
+    "state_dir",
+    "stop_signals_interrupt",
+    "sweep",
+    "watch_lifeline",
+]

@@ -123,8 +123,9 @@ class PromptTemplate:
             if section in sections:
                 raise PromptTemplateError(
                     f"template {name!r} defines section {section!r} twice",
-                    template=name, section=section,
-                )  # fmt: skip
+                    template=name,
+                    section=section,
+                )
             end = following.start() if following else len(text)
             sections[section] = text[marker.end() : end].strip("\n").rstrip()
         self._sections = sections
@@ -149,22 +150,27 @@ class PromptTemplate:
             raise PromptTemplateError(
                 f"template {self.name!r} section {section!r}: no value for "
                 + ", ".join(f"${m}" for m in missing),
-                template=self.name, section=section, variables=missing,
-            )  # fmt: skip
+                template=self.name,
+                section=section,
+                variables=missing,
+            )
         extra = sorted(values.keys() - wanted)
         if extra:
             raise PromptTemplateError(
-                f"template {self.name!r} section {section!r} does not use "
-                + ", ".join(extra),
-                template=self.name, section=section, variables=extra,
-            )  # fmt: skip
+                f"template {self.name!r} section {section!r} does not use " + ", ".join(extra),
+                template=self.name,
+                section=section,
+                variables=extra,
+            )
         for key, value in values.items():
             if not isinstance(value, (str, int)) or isinstance(value, bool):
                 raise PromptTemplateError(
                     f"template {self.name!r} section {section!r}: ${key} must be text or an "
                     f"integer, not {type(value).__name__}",
-                    template=self.name, section=section, variables=[key],
-                )  # fmt: skip
+                    template=self.name,
+                    section=section,
+                    variables=[key],
+                )
         strings = {key: str(value) for key, value in values.items()}
         return Template(self._sections[section]).substitute(strings)
 
@@ -173,8 +179,9 @@ class PromptTemplate:
             raise PromptTemplateError(
                 f"template {self.name!r} has no section {section!r} "
                 f"(it has: {', '.join(self._sections)})",
-                template=self.name, section=section,
-            )  # fmt: skip
+                template=self.name,
+                section=section,
+            )
 
     def _scan(self, section: str, body: str) -> frozenset[str]:
         names: set[str] = set()
@@ -184,8 +191,9 @@ class PromptTemplate:
                 raise PromptTemplateError(
                     f"template {self.name!r} section {section!r} line {line}: a '$' that starts "
                     "no placeholder (write '$$' for a literal dollar sign)",
-                    template=self.name, section=section,
-                )  # fmt: skip
+                    template=self.name,
+                    section=section,
+                )
             name = match.group("named") or match.group("braced")
             if name:
                 names.add(name)
@@ -257,9 +265,13 @@ def accessibility_snapshot(window: str, lines: Sequence[str], total: int) -> str
     if not lines:
         raise ValueError("an accessibility snapshot needs at least one element")
     return render(
-        "worker", "accessibility", window=window, elements="\n".join(lines), shown=len(lines),
+        "worker",
+        "accessibility",
+        window=window,
+        elements="\n".join(lines),
+        shown=len(lines),
         total=max(total, len(lines)),
-    )  # fmt: skip
+    )
 
 
 def reflection_system_prompt(platform: Platform) -> str:

@@ -54,9 +54,10 @@ SECRET_NAME = re.compile(r"API_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSW|CREDENTIAL", 
 def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Values of the variables whose name looks secret (long enough, not a path)."""
     return tuple(
-        value for name, value in environ.items()
+        value
+        for name, value in environ.items()
         if SECRET_NAME.search(name) and len(value) >= ENV_MIN_LENGTH and not value.startswith("/")
-    )  # fmt: skip
+    )
 
 
 def without_secrets(
@@ -75,10 +76,15 @@ def encoded_forms(value: str) -> set[str]:
     raw = value.encode("utf-8")
     whole = base64.b64encode(raw).decode("ascii")
     forms = {
-        value, whole, whole.translate(_URLSAFE), raw.hex(), quote(value, safe=""),
-        quote_plus(value, safe=""), json.dumps(value)[1:-1],
+        value,
+        whole,
+        whole.translate(_URLSAFE),
+        raw.hex(),
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+        json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
-    }  # fmt: skip
+    }
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii").rstrip("=")
         end = len(encoded) - (1 if (shift + len(raw)) % 3 else 0)  # the last one mixes too
@@ -136,11 +142,14 @@ class Redactor:
     def messages(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         """``messages`` with every text part redacted (images cannot be; see the module)."""
         return tuple(
-            replace(m, parts=tuple(
-                TextPart(self.text(p.text)) if isinstance(p, TextPart) else p for p in m.parts
-            ))
+            replace(
+                m,
+                parts=tuple(
+                    TextPart(self.text(p.text)) if isinstance(p, TextPart) else p for p in m.parts
+                ),
+            )
             for m in messages
-        )  # fmt: skip
+        )
 
     def request(self, request: ModelRequest) -> ModelRequest:
         """``request`` with every text part of every message redacted."""
@@ -150,6 +159,11 @@ class Redactor:
 
 
 __all__ = [
-    "MIN_LENGTH", "PLACEHOLDER", "SECRET_NAME", "Redactor", "encoded_forms", "secret_env_values",
+    "MIN_LENGTH",
+    "PLACEHOLDER",
+    "SECRET_NAME",
+    "Redactor",
+    "encoded_forms",
+    "secret_env_values",
     "without_secrets",
-]  # fmt: skip
+]

@@ -52,10 +52,20 @@ _EXIT_CODES = {
 
 #: Why a run ended, finer than the status (e.g. FAILED by the model or by invalid replies).
 Cause = Literal[
-    "done", "model_gave_up", "invalid_replies", "postcondition_failed", "refused",
-    "max_steps", "budget_cost", "budget_tokens", "max_seconds", "interrupted",
-    "model_error", "desktop_error", "internal_error",
-]  # fmt: skip
+    "done",
+    "model_gave_up",
+    "invalid_replies",
+    "postcondition_failed",
+    "refused",
+    "max_steps",
+    "budget_cost",
+    "budget_tokens",
+    "max_seconds",
+    "interrupted",
+    "model_error",
+    "desktop_error",
+    "internal_error",
+]
 
 
 @dataclass(frozen=True)
@@ -183,9 +193,13 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
     shown = subprocess.list2cmdline(command.argv)
     try:
         done = subprocess.run(
-            list(command.argv), env=None if command.env is None else dict(command.env),
-            capture_output=True, text=True, timeout=command.timeout_s, check=False,
-        )  # fmt: skip
+            list(command.argv),
+            env=None if command.env is None else dict(command.env),
+            capture_output=True,
+            text=True,
+            timeout=command.timeout_s,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         return PostconditionResult(shown, False, describe_error(err), time.perf_counter() - start)
     output = (done.stdout + done.stderr).strip()[-300:]
@@ -194,6 +208,12 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
 
 
 __all__ = [
-    "Cause", "CommandCheck", "Postcondition", "PostconditionResult", "RunResult", "RunStatus",
-    "Timings", "check_postcondition",
-]  # fmt: skip
+    "Cause",
+    "CommandCheck",
+    "Postcondition",
+    "PostconditionResult",
+    "RunResult",
+    "RunStatus",
+    "Timings",
+    "check_postcondition",
+]

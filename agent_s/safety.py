@@ -66,13 +66,41 @@ Verdict = Literal["allow", "ask", "deny"]
 
 #: Window classes (WM_CLASS, lower case) of terminal emulators; any class containing "term"
 #: counts too (xterm, uxterm, gnome-terminal-server, xfce4-terminal, ...).
-TERMINALS = frozenset({
-    "konsole", "alacritty", "kitty", "tilix", "terminator", "urxvt", "rxvt", "st", "st-256color",
-    "wezterm", "org.wezfurlong.wezterm", "foot", "footclient", "guake", "tilda", "yakuake",
-    "sakura", "kgx", "org.gnome.console", "ptyxis", "org.gnome.ptyxis", "blackbox",
-    "cool-retro-term", "qterminal", "lxterminal", "mate-terminal", "terminology", "eterm",
-    "hyper", "tabby", "warp",
-})  # fmt: skip
+TERMINALS = frozenset(
+    {
+        "konsole",
+        "alacritty",
+        "kitty",
+        "tilix",
+        "terminator",
+        "urxvt",
+        "rxvt",
+        "st",
+        "st-256color",
+        "wezterm",
+        "org.wezfurlong.wezterm",
+        "foot",
+        "footclient",
+        "guake",
+        "tilda",
+        "yakuake",
+        "sakura",
+        "kgx",
+        "org.gnome.console",
+        "ptyxis",
+        "org.gnome.ptyxis",
+        "blackbox",
+        "cool-retro-term",
+        "qterminal",
+        "lxterminal",
+        "mate-terminal",
+        "terminology",
+        "eterm",
+        "hyper",
+        "tabby",
+        "warp",
+    }
+)
 
 #: Key combinations that end a session, lock the screen or close/quit without saving.
 RISKY_KEYS: tuple[tuple[str, str], ...] = (
@@ -135,8 +163,9 @@ class Policy:
             if unknown:
                 raise ConfigError(
                     f"safety rule {number}: unknown action {unknown[0]!r}; actions are "
-                    f"{', '.join(sorted(_ACTION_NAMES))}", setting="safety.rules.actions",
-                )  # fmt: skip
+                    f"{', '.join(sorted(_ACTION_NAMES))}",
+                    setting="safety.rules.actions",
+                )
         self.config = config
         self._rules = [
             (n, r, r.combos, re.compile(r.text) if r.text else None)
@@ -156,8 +185,11 @@ class Policy:
         if subject.action in ("done", "fail"):
             return Assessment("allow", (), "always allowed (ends the task)")
         risks = list(self.risks(subject))
-        matched = [(n, rule) for n, rule, combos, text in self._rules
-                   if _matches(rule, combos, text, subject)]  # fmt: skip
+        matched = [
+            (n, rule)
+            for n, rule, combos, text in self._rules
+            if _matches(rule, combos, text, subject)
+        ]
         for n, rule in matched:
             if rule.effect == "deny":
                 return Assessment("deny", tuple(risks), f"rule {n}", rule.note)
@@ -196,8 +228,11 @@ class Policy:
                 yield Risk(RUN_CODE, f"runs {effect.language or 'program'} code")
             case "key" | "text":
                 if effect.delivers_input and not effect.known:
-                    yield Risk("window:unknown", "types into a window that cannot be identified "
-                               "beforehand (it may be a terminal)")  # fmt: skip
+                    yield Risk(
+                        "window:unknown",
+                        "types into a window that cannot be identified "
+                        "beforehand (it may be a terminal)",
+                    )
                 elif effect.delivers_input and terminal:
                     yield Risk(f"terminal:{terminal}", f"types into a terminal ({terminal})")
                 for risky, name, reason in _RISKY_COMBOS:
@@ -208,15 +243,21 @@ class Policy:
             case "click" | "drag":
                 drop = effect.drop
                 if effect.kind == "drag" and drop is not None and is_terminal(drop.app):
-                    yield Risk(f"terminal:{drop.app}", f"drops onto a terminal ({drop.app}), "
-                               "which pastes what is dropped")  # fmt: skip
+                    yield Risk(
+                        f"terminal:{drop.app}",
+                        f"drops onto a terminal ({drop.app}), which pastes what is dropped",
+                    )
                 if terminal and effect.button == "middle":
-                    yield Risk(f"terminal:{terminal}",
-                               f"middle-click pastes into a terminal ({terminal})")  # fmt: skip
+                    yield Risk(
+                        f"terminal:{terminal}", f"middle-click pastes into a terminal ({terminal})"
+                    )
                 elif terminal and (effect.button != "left" or effect.keys):
                     how = "+".join((*sorted(effect.keys), effect.button or "left"))
-                    yield Risk(f"terminal:{terminal}", f"{how}-clicks a terminal ({terminal}), "
-                               "whose menus can paste or send signals")  # fmt: skip
+                    yield Risk(
+                        f"terminal:{terminal}",
+                        f"{how}-clicks a terminal ({terminal}), "
+                        "whose menus can paste or send signals",
+                    )
             case "launch":
                 if not self._open_allowed(effect.target):
                     reason = f"opens {effect.target!r}, which is not in the allow list"
@@ -224,8 +265,10 @@ class Policy:
             case "focus":
                 if self._allowed_apps and not (window and self._app_allowed(window)):
                     name = f"{window.app} ({window.title})" if window else repr(effect.target)
-                    yield Risk(f"focus:{effect.target}",
-                               f"switches to {name}, which is not in the allow list")  # fmt: skip
+                    yield Risk(
+                        f"focus:{effect.target}",
+                        f"switches to {name}, which is not in the allow list",
+                    )
             case "unknown":
                 yield Risk("unknown", "does something the safety gate cannot describe")
             case "scroll" | "move" | "sleep" | "note" | "end" | "delegate":
@@ -259,8 +302,9 @@ def _runnable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def _matches(rule: Any, combos: Sequence[frozenset[str]], text: re.Pattern[str] | None,
-             subject: Subject) -> bool:  # fmt: skip
+def _matches(
+    rule: Any, combos: Sequence[frozenset[str]], text: re.Pattern[str] | None, subject: Subject
+) -> bool:
     """Whether a user rule matches. ``apps``: a deny or risky rule matches when any window the
     action reaches (or app it opens) is listed; an allow rule only when every one is."""
     if rule.actions and subject.action not in rule.actions:
@@ -339,10 +383,15 @@ class GateDecision:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "allowed": self.allowed, "verdict": self.verdict, "decided_by": self.decided_by,
-            "mode": self.mode, "risks": [r.reason for r in self.risks],
-            "approver": self.approver, "message": self.message, "image": self.image,
-        }  # fmt: skip
+            "allowed": self.allowed,
+            "verdict": self.verdict,
+            "decided_by": self.decided_by,
+            "mode": self.mode,
+            "risks": [r.reason for r in self.risks],
+            "approver": self.approver,
+            "message": self.message,
+            "image": self.image,
+        }
 
 
 ImageMaker = Callable[[], "tuple[bytes, Path | None]"]
@@ -379,11 +428,14 @@ class SafetyGate:
             return GateDecision(True, "allow", found.decided_by, mode, risks)
         if found.verdict == "deny":
             note = f" ({found.rule_note})" if found.rule_note else ""
-            why = (f"the user's safety {found.decided_by}{note} forbids it"
-                   if found.decided_by.startswith("rule") else
-                   f"it {reasons}, and risky actions are not allowed in this run")  # fmt: skip
-            return GateDecision(False, "deny", found.decided_by, mode, risks,
-                                message=_refusal(subject, why))  # fmt: skip
+            why = (
+                f"the user's safety {found.decided_by}{note} forbids it"
+                if found.decided_by.startswith("rule")
+                else f"it {reasons}, and risky actions are not allowed in this run"
+            )
+            return GateDecision(
+                False, "deny", found.decided_by, mode, risks, message=_refusal(subject, why)
+            )
         keys = {r.key for r in risks} or {f"action:{subject.action}"}
         if keys <= self._always.keys():
             who = ", ".join(sorted({self._always[k] for k in keys}))
@@ -391,10 +443,13 @@ class SafetyGate:
         if not ask:
             return GateDecision(True, "ask", "not asked (dry run)", mode, risks)
         if self.approver is None:
-            why = (f"it needs the user's approval ({reasons}) and nobody can approve actions "
-                   "in this run")  # fmt: skip
-            return GateDecision(False, "ask", "nobody (no approver)", mode, risks,
-                                message=_refusal(subject, why))  # fmt: skip
+            why = (
+                f"it needs the user's approval ({reasons}) and nobody can approve actions "
+                "in this run"
+            )
+            return GateDecision(
+                False, "ask", "nobody (no approver)", mode, risks, message=_refusal(subject, why)
+            )
         data, path = image() if image is not None else (None, None)
         request = ApprovalRequest(subject, risks, mode, step, substep, data, path)
         saved = str(path.name) if path is not None else None
@@ -402,25 +457,41 @@ class SafetyGate:
             answer = self.approver(request)
         except Exception as err:  # an approver that breaks refuses; Ctrl-C still stops the run
             why = f"asking for approval failed ({type(err).__name__}: {err})"
-            return GateDecision(False, "ask", "approver failed", mode, risks, self.name,
-                                _refusal(subject, why), saved)  # fmt: skip
+            return GateDecision(
+                False,
+                "ask",
+                "approver failed",
+                mode,
+                risks,
+                self.name,
+                _refusal(subject, why),
+                saved,
+            )
         if isinstance(answer, bool):
             answer = Approval(answer)
         if not isinstance(answer, Approval):
             why = f"the approver answered {answer!r}, not an Approval or a bool"
-            return GateDecision(False, "ask", "approver failed", mode, risks, self.name,
-                                _refusal(subject, why), saved)  # fmt: skip
+            return GateDecision(
+                False,
+                "ask",
+                "approver failed",
+                mode,
+                risks,
+                self.name,
+                _refusal(subject, why),
+                saved,
+            )
         who = answer.by or self.name or "approver"
         if not answer.granted:
             note = f": {answer.note}" if answer.note else ""
             why = f"the user ({who}) refused it{note}"
-            return GateDecision(False, "ask", "approver", mode, risks, who,
-                                _refusal(subject, why), saved)  # fmt: skip
+            return GateDecision(
+                False, "ask", "approver", mode, risks, who, _refusal(subject, why), saved
+            )
         if answer.always:
             self._always.update(dict.fromkeys(keys, who))
         by = "approver (always for this run from now)" if answer.always else "approver"
         return GateDecision(True, "ask", by, mode, risks, who, image=saved)
-
 
     def guard(
         self, subject: Subject, decision: GateDecision, windows: Callable[[], Sequence[WindowInfo]]
@@ -455,8 +526,15 @@ class GuardStopped(ActionExecutionError):
     """An allowed action was stopped part-way: an operation now has a risk not allowed."""
 
 
-_INPUT_OPS = (ops.Click, ops.Drag, ops.Hotkey, ops.HoldAndPress, ops.TypeText, ops.Open,
-              ops.Activate)  # fmt: skip
+_INPUT_OPS = (
+    ops.Click,
+    ops.Drag,
+    ops.Hotkey,
+    ops.HoldAndPress,
+    ops.TypeText,
+    ops.Open,
+    ops.Activate,
+)
 
 
 def _op_words(op: ops.Op) -> str:
@@ -513,8 +591,12 @@ def approval_image(
         right, bottom = pixel(window.x + window.width, window.y + window.height)
         draw.rectangle((left, top, right - 1, bottom - 1), outline=(255, 0, 0), width=4)
         box = (left - 8, top - 8, right + 8, bottom + 8)
-    clamped = (max(0, int(box[0])), max(0, int(box[1])),
-               min(image.width, int(box[2])), min(image.height, int(box[3])))  # fmt: skip
+    clamped = (
+        max(0, int(box[0])),
+        max(0, int(box[1])),
+        min(image.width, int(box[2])),
+        min(image.height, int(box[3])),
+    )
     if clamped[2] - clamped[0] >= 8 and clamped[3] - clamped[1] >= 8:
         image = image.crop(clamped)
     image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
@@ -524,8 +606,22 @@ def approval_image(
 
 
 __all__ = [
-    "RISKY_KEYS", "RUN_CODE", "TERMINALS", "Approval", "ApprovalRequest", "Approver",
-    "Assessment", "GateDecision", "GuardStopped", "Policy", "Risk", "SafetyGate", "Subject",
+    "RISKY_KEYS",
+    "RUN_CODE",
+    "TERMINALS",
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
+    "Assessment",
+    "GateDecision",
+    "GuardStopped",
+    "Policy",
+    "Risk",
+    "SafetyGate",
+    "Subject",
     "Verdict",
-    "approval_image", "is_terminal", "subject_for_action", "subject_for_code",
-]  # fmt: skip
+    "approval_image",
+    "is_terminal",
+    "subject_for_action",
+    "subject_for_code",
+]

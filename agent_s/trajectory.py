@@ -69,9 +69,16 @@ class GroundingEntry:
             for a in result.attempts
         )
         return cls(
-            result.expression, kind, result.grounder, (result.point.x, result.point.y), box,
-            round(result.confidence, 3), result.evidence[:500], round(result.seconds, 3), attempts,
-        )  # fmt: skip
+            result.expression,
+            kind,
+            result.grounder,
+            (result.point.x, result.point.y),
+            box,
+            round(result.confidence, 3),
+            result.evidence[:500],
+            round(result.seconds, 3),
+            attempts,
+        )
 
 
 @dataclass(frozen=True)
@@ -93,9 +100,15 @@ class ModelCall:
     ) -> ModelCall:
         """The record of a call that started at ``start`` (``time.perf_counter()``)."""
         return cls(
-            purpose, text, usage.input_tokens, usage.output_tokens, round(usage.cost_usd, 6),
-            round(time.perf_counter() - start, 3), attempts, error,
-        )  # fmt: skip
+            purpose,
+            text,
+            usage.input_tokens,
+            usage.output_tokens,
+            round(usage.cost_usd, 6),
+            round(time.perf_counter() - start, 3),
+            attempts,
+            error,
+        )
 
 
 @dataclass(frozen=True)
@@ -134,14 +147,16 @@ class StepEntry:
         values["screen"] = tuple(values["screen"])
         values["calls"] = tuple(ModelCall(**c) for c in values["calls"])
         values["grounding"] = tuple(
-            GroundingEntry(**{
-                **g,
-                "point": tuple(g["point"]) if g.get("point") else None,
-                "box": tuple(g["box"]) if g.get("box") else None,
-                "attempts": tuple(g.get("attempts", ())),
-            })
+            GroundingEntry(
+                **{
+                    **g,
+                    "point": tuple(g["point"]) if g.get("point") else None,
+                    "box": tuple(g["box"]) if g.get("box") else None,
+                    "attempts": tuple(g.get("attempts", ())),
+                }
+            )
             for g in values["grounding"]
-        )  # fmt: skip
+        )
         values["executed"] = tuple(values["executed"])
         values["errors"] = tuple(values["errors"])
         return cls(**values)
@@ -184,17 +199,28 @@ class StepDraft:
     def entry(self, outcome: str, detail: str) -> StepEntry:
         action = self.action
         return StepEntry(
-            step=self.step, started_at=self.started_at,
-            seconds=round(time.perf_counter() - self.start, 3), screenshot=self.screenshot,
-            screen=self.screen, active_window=self.active_window, request=self.request,
-            calls=tuple(self.calls), reply=self.reply,
+            step=self.step,
+            started_at=self.started_at,
+            seconds=round(time.perf_counter() - self.start, 3),
+            screenshot=self.screenshot,
+            screen=self.screen,
+            active_window=self.active_window,
+            request=self.request,
+            calls=tuple(self.calls),
+            reply=self.reply,
             action=action.model_dump(mode="json") if action is not None else None,
             action_text=call_text(action) if action is not None else "",
-            grounding=tuple(self.grounding), executed=tuple(self.executed), code=self.code,
-            outcome=outcome, detail=detail, errors=tuple(self.errors),
+            grounding=tuple(self.grounding),
+            executed=tuple(self.executed),
+            code=self.code,
+            outcome=outcome,
+            detail=detail,
+            errors=tuple(self.errors),
             timings={k: round(v, 4) for k, v in self.timings.items()},
-            dry_run_image=self.dry_run_image, safety=self.safety, substeps=tuple(self.substeps),
-        )  # fmt: skip
+            dry_run_image=self.dry_run_image,
+            safety=self.safety,
+            substeps=tuple(self.substeps),
+        )
 
 
 def call_text(action: ActionModel) -> str:
@@ -363,6 +389,14 @@ def find_secrets(folder: Path, secrets: Sequence[str]) -> list[str]:
 
 
 __all__ = [
-    "GroundingEntry", "ModelCall", "StepDraft", "StepEntry", "Trajectory", "TrajectoryWriter",
-    "call_text", "draw_plan", "find_secrets", "load_trajectory",
-]  # fmt: skip
+    "GroundingEntry",
+    "ModelCall",
+    "StepDraft",
+    "StepEntry",
+    "Trajectory",
+    "TrajectoryWriter",
+    "call_text",
+    "draw_plan",
+    "find_secrets",
+    "load_trajectory",
+]

@@ -82,8 +82,10 @@ class CliApprover:
         if request.substep is not None:
             where += f", code agent turn {request.substep}"
         say = self.console.print
-        say(f"\n[bold yellow]Approval needed{where}[/] (safety mode {request.mode})",
-            highlight=False)  # fmt: skip
+        say(
+            f"\n[bold yellow]Approval needed{where}[/] (safety mode {request.mode})",
+            highlight=False,
+        )
         say(f"  {escape(subject.description)}", highlight=False)
         for risk in request.risks:
             say(f"  [yellow]- it {escape(risk.reason)}[/]", highlight=False)

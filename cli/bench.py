@@ -25,8 +25,7 @@ from rich.table import Table
 
 from agent_s.cli import options
 
-bench_app = typer.Typer(help="Run OSWorld-format task suites and score them.",
-                        no_args_is_help=True)  # fmt: skip
+bench_app = typer.Typer(help="Run OSWorld-format task suites and score them.", no_args_is_help=True)
 
 
 _FileCache = Annotated[Path | None, typer.Option(help="Local copy of OSWorld's file cache.")]
@@ -69,11 +68,17 @@ def check(
         table.add_column(name, justify="left" if name == "domain" else "right", no_wrap=True)
     for domain, row in report.domains().items():
         blocked = row["blocked_by"]
-        table.add_row(domain, str(row["total"]), str(row["runnable"]),
-                      *(str(blocked.get(c, 0)) for c in CATEGORIES))  # fmt: skip
+        table.add_row(
+            domain,
+            str(row["total"]),
+            str(row["runnable"]),
+            *(str(blocked.get(c, 0)) for c in CATEGORIES),
+        )
     out.print(table)
-    out.print("[dim]columns after 'runnable': tasks blocked by each reason (a task can have "
-              "several)[/]", soft_wrap=True)  # fmt: skip
+    out.print(
+        "[dim]columns after 'runnable': tasks blocked by each reason (a task can have several)[/]",
+        soft_wrap=True,
+    )
     for task, reasons in report.tasks:
         if reasons:
             text = "; ".join(str(r) for r in reasons)
@@ -111,14 +116,18 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
     safety: Annotated[
         str | None,
-        typer.Option(help="auto | confirm | confirm-all | deny-risky for model runs (default auto: "
-                     "nobody can approve inside the harness) [env AGENT_S_SAFETY]."),
-    ] = None,  # fmt: skip
+        typer.Option(
+            help="auto | confirm | confirm-all | deny-risky for model runs (default auto: "
+            "nobody can approve inside the harness) [env AGENT_S_SAFETY]."
+        ),
+    ] = None,
     code_sandbox: Annotated[
         str | None,
-        typer.Option(help="bwrap | none: how code-agent code runs in model runs (default bwrap "
-                     "where bubblewrap works) [env AGENT_S_CODE_SANDBOX]."),
-    ] = None,  # fmt: skip
+        typer.Option(
+            help="bwrap | none: how code-agent code runs in model runs (default bwrap "
+            "where bubblewrap works) [env AGENT_S_CODE_SANDBOX]."
+        ),
+    ] = None,
     code_agent: Annotated[
         bool, typer.Option("--code-agent/--no-code-agent", help="Offer the code agent.")
     ] = True,
@@ -139,20 +148,39 @@ def run(
         loaded = load_suite(suite, index=index)
         agent: dict[str, Any] = {}
         if policy == "agent":  # fail before any desktop starts: no model, no key
-            config = ModelConfig.from_env(provider=provider, model=model, base_url=base_url,
-                                          api_key=given_key(api_key, api_key_file))  # fmt: skip
+            config = ModelConfig.from_env(
+                provider=provider,
+                model=model,
+                base_url=base_url,
+                api_key=given_key(api_key, api_key_file),
+            )
             GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
-            agent = {"provider": config.provider, "model": config.model, "base_url": base_url,
-                     "ground": ground, "ground_url": ground_url, "ground_model": ground_model,
-                     "max_steps": max_steps}  # fmt: skip
+            agent = {
+                "provider": config.provider,
+                "model": config.model,
+                "base_url": base_url,
+                "ground": ground,
+                "ground_url": ground_url,
+                "ground_model": ground_model,
+                "max_steps": max_steps,
+            }
             agent.update(_safety(err, safety, code_sandbox, code_agent))
             api_key = config.api_key
         options = RunOptions(
-            suite=loaded, results=results, policy=policy, workers=workers,  # type: ignore[arg-type]
-            domains=tuple(domain or ()), agent=agent, api_key=api_key, max_cost_usd=max_cost,
-            file_cache=file_cache, width=width, height=height,
-            backend=backend, address=address,  # type: ignore[arg-type]
-        )  # fmt: skip
+            suite=loaded,
+            results=results,
+            policy=policy,
+            workers=workers,  # type: ignore[arg-type]
+            domains=tuple(domain or ()),
+            agent=agent,
+            api_key=api_key,
+            max_cost_usd=max_cost,
+            file_cache=file_cache,
+            width=width,
+            height=height,
+            backend=backend,
+            address=address,  # type: ignore[arg-type]
+        )
     except (OSError, TaskFormatError, ConfigError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
@@ -160,10 +188,13 @@ def run(
     state = {"done": 0, "running": 0, "score": 0.0, "scored": 0, "cost": 0.0}
     lock = threading.Lock()
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
-        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=err,
-    )  # fmt: skip
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=err,
+    )
     bar = progress.add_task(f"{loaded.name} ({policy})", total=tasks, status="")
 
     def on_event(event: dict[str, Any]) -> None:
@@ -173,19 +204,26 @@ def run(
             else:
                 record = event["record"]
                 state["done"] += 1
-                if not record.get("resumed") and record.get("status") != "skipped" and \
-                        "cost_so_far" in event:  # fmt: skip
+                if (
+                    not record.get("resumed")
+                    and record.get("status") != "skipped"
+                    and "cost_so_far" in event
+                ):
                     state["running"] -= 1
                     state["cost"] = event["cost_so_far"]
                 if record.get("score") is not None:
                     state["scored"] += 1
                     state["score"] += float(record["score"])
-                line = (f"{record.get('domain')}/{record.get('task_id')}: {record.get('status')} "
-                        f"score={record.get('score')}")  # fmt: skip
+                line = (
+                    f"{record.get('domain')}/{record.get('task_id')}: {record.get('status')} "
+                    f"score={record.get('score')}"
+                )
                 progress.console.print(escape(line), highlight=False)
             mean = state["score"] / state["scored"] if state["scored"] else 0.0
-            status = (f"running {state['running']}  score {state['score']:g}/{state['scored']} "
-                      f"({mean:.0%})  ${state['cost']:.4f}")  # fmt: skip
+            status = (
+                f"running {state['running']}  score {state['score']:g}/{state['scored']} "
+                f"({mean:.0%})  ${state['cost']:.4f}"
+            )
             progress.update(bar, completed=state["done"], status=status)
 
     from agent_s.bench.distributed import RayUnavailable
@@ -200,11 +238,21 @@ def run(
         from agent_s.lifecycle import signal_name
 
         if as_json:
-            out.print_json(json.dumps({"status": "cancelled", "records": stop.records,
-                                       "summary": summarize(stop.records)}))  # fmt: skip
+            out.print_json(
+                json.dumps(
+                    {
+                        "status": "cancelled",
+                        "records": stop.records,
+                        "summary": summarize(stop.records),
+                    }
+                )
+            )
         else:
-            out.print(f"cancelled by {signal_name(stop.signum)}: {len(stop.records)} of {tasks} "
-                      "tasks ended; run the same command again to resume", highlight=False)
+            out.print(
+                f"cancelled by {signal_name(stop.signum)}: {len(stop.records)} of {tasks} "
+                "tasks ended; run the same command again to resume",
+                highlight=False,
+            )
         raise typer.Exit(130) from stop
     summary = summarize(records)
     if as_json:
@@ -227,38 +275,53 @@ def _safety(
     read_secrets()  # a bad [secrets] table is a usage error here, not in every worker
     problem = sandbox_problem()
     default = "bwrap" if problem is None else "none"
-    safety, code = safety_and_code(mode, sandbox, None, None, code_agent, default_mode="auto",
-                                   default_sandbox=default)  # fmt: skip
+    safety, code = safety_and_code(
+        mode, sandbox, None, None, code_agent, default_mode="auto", default_sandbox=default
+    )
     if code.enabled and code.sandbox == "bwrap" and problem is not None:
-        raise ConfigError(f"--code-sandbox bwrap cannot be used: {problem}",
-                          setting="--code-sandbox")  # fmt: skip
+        raise ConfigError(
+            f"--code-sandbox bwrap cannot be used: {problem}", setting="--code-sandbox"
+        )
     if code.enabled and code.sandbox == "none" and problem is not None and sandbox is None:
-        err.print(f"[yellow]model-written code will run without the bubblewrap sandbox "
-                  f"({escape(problem)}); pass --no-code-agent to switch the code agent off[/]",
-                  highlight=False)  # fmt: skip
+        err.print(
+            f"[yellow]model-written code will run without the bubblewrap sandbox "
+            f"({escape(problem)}); pass --no-code-agent to switch the code agent off[/]",
+            highlight=False,
+        )
     if safety.mode in ("confirm", "confirm-all"):
-        err.print(f"[yellow]safety mode {safety.mode}: nobody can approve inside the harness, so "
-                  "actions that need approval will be refused[/]", highlight=False)  # fmt: skip
+        err.print(
+            f"[yellow]safety mode {safety.mode}: nobody can approve inside the harness, so "
+            "actions that need approval will be refused[/]",
+            highlight=False,
+        )
     return {"safety": safety.to_mapping(), "code_agent": code.to_mapping()}
 
 
 def _print_summary(out: Console, summary: dict[str, Any]) -> None:
     table = Table(box=box.SIMPLE, padding=(0, 1, 0, 0), caption="steps, secs, $: means per task")
-    for name in ("domain", "tasks", "scored", "success", "skipped", "errors", "steps", "secs",
-                 "$"):  # fmt: skip
+    for name in ("domain", "tasks", "scored", "success", "skipped", "errors", "steps", "secs", "$"):
         table.add_column(name, justify="left" if name == "domain" else "right", no_wrap=True)
     rows = [*summary["domains"].items(), ("overall", summary["overall"])]
     for name, row in rows:
         rate = row["success_rate"]
-        table.add_row(name, str(row["tasks"]), str(row["scored"]),
-                      "-" if rate is None else f"{rate:.1%}", str(row["skipped"]),
-                      str(row["errors"]), _num(row["mean_steps"]), _num(row["mean_seconds"]),
-                      _num(row["mean_cost_usd"], 4))  # fmt: skip
+        table.add_row(
+            name,
+            str(row["tasks"]),
+            str(row["scored"]),
+            "-" if rate is None else f"{rate:.1%}",
+            str(row["skipped"]),
+            str(row["errors"]),
+            _num(row["mean_steps"]),
+            _num(row["mean_seconds"]),
+            _num(row["mean_cost_usd"], 4),
+        )
     out.print(table)
     for failure in summary["not_succeeded"]:
-        out.print(f"{failure['domain']}/{failure['task_id']}: {failure['status']} "
-                  f"score={failure['score']} {escape(str(failure.get('reason') or ''))[:200]}",
-                  highlight=False)  # fmt: skip
+        out.print(
+            f"{failure['domain']}/{failure['task_id']}: {failure['status']} "
+            f"score={failure['score']} {escape(str(failure.get('reason') or ''))[:200]}",
+            highlight=False,
+        )
 
 
 def _num(value: float | None, digits: int = 1) -> str:

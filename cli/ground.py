@@ -83,13 +83,21 @@ def _native_spec(model: str | None) -> ImageSpec:
     api = "anthropic" if "claude" in model.lower() else "openai_chat"
     profile = ProfileRegistry().resolve(model, api)
     return ImageSpec(
-        format=profile.image_format, max_long_side=profile.max_image_long_side,
+        format=profile.image_format,
+        max_long_side=profile.max_image_long_side,
         max_pixels=profile.max_image_pixels,
-    )  # fmt: skip
+    )
 
 
-def _grounder(mode: str, *, live: bool, url: str | None, model: str | None,
-              frame: str | None, native_model: str | None) -> Grounder:  # fmt: skip
+def _grounder(
+    mode: str,
+    *,
+    live: bool,
+    url: str | None,
+    model: str | None,
+    frame: str | None,
+    native_model: str | None,
+) -> Grounder:
     if mode == "a11y":
         if not live:
             raise typer.BadParameter("--ground a11y reads the live screen; it cannot use --image")
@@ -143,27 +151,41 @@ def _print_not_found(out: Console, error: NotFound) -> None:
     if error.candidates:
         out.print("candidates:", highlight=False)
         for candidate in error.candidates:
-            out.print(f"  {candidate.describe()}  (score {candidate.score:.2f})",
-                      highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+            out.print(
+                f"  {candidate.describe()}  (score {candidate.score:.2f})",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
     else:
         out.print("candidates: none", highlight=False)
 
 
 def _not_found_json(error: NotFound) -> dict[str, Any]:
     return {
-        "found": False, "expression": error.expression, "message": str(error),
+        "found": False,
+        "expression": error.expression,
+        "message": str(error),
         "reason": error.reason,
         "candidates": [
-            {"text": c.text, "role": c.role, "score": c.score,
-             "box": list(c.box.as_tuple()) if c.box else None}
+            {
+                "text": c.text,
+                "role": c.role,
+                "score": c.score,
+                "box": list(c.box.as_tuple()) if c.box else None,
+            }
             for c in error.candidates
         ],
         "attempts": [
-            {"grounder": a.grounder, "outcome": a.outcome, "reason": a.reason,
-             "seconds": round(a.seconds, 3)}
+            {
+                "grounder": a.grounder,
+                "outcome": a.outcome,
+                "reason": a.reason,
+                "seconds": round(a.seconds, 3),
+            }
             for a in error.attempts
         ],
-    }  # fmt: skip
+    }
 
 
 def ground(
@@ -187,7 +209,7 @@ def ground(
             help="Override the model family's coordinate frame: "
             "pixels, grid1000, smart_resize or unit.",
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     native_model: Annotated[
         str | None,
         typer.Option(
@@ -195,7 +217,7 @@ def ground(
             help="With --ground native: the generation model whose "
             "coordinates are given (its image limits set the frame).",
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     annotate_to: Annotated[
         Path | None, typer.Option("--annotate", help="Save the screenshot with point and box.")
     ] = None,
@@ -208,9 +230,13 @@ def ground(
             f"--ground must be one of {', '.join(_MODES)}", param_hint="--ground"
         )
     grounder = _grounder(
-        mode, live=image is None, url=ground_url, model=ground_model, frame=ground_frame,
+        mode,
+        live=image is None,
+        url=ground_url,
+        model=ground_model,
+        frame=ground_frame,
         native_model=native_model,
-    )  # fmt: skip
+    )
     if image is not None and mode == "auto":
         err.print("accessibility skipped: --image is not the live screen", highlight=False)
     observation = _observe(image, err)

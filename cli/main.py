@@ -96,8 +96,9 @@ app.add_typer(bench_app, name="bench")
 
 def main() -> None:
     if options.hide_api_key(sys.argv, os.environ):  # first: the key leaves the command line
-        Console(stderr=True).print(options.KEY_WARNING, markup=False, highlight=False,
-                                   soft_wrap=True)  # fmt: skip
+        Console(stderr=True).print(
+            options.KEY_WARNING, markup=False, highlight=False, soft_wrap=True
+        )
     from agent_s import lifecycle
 
     _sweep()
@@ -113,8 +114,10 @@ def _sweep() -> None:
         swept = lifecycle.sweep()
     except OSError as error:  # never a reason not to start
         swept = lifecycle.Swept()
-        Console(stderr=True).print(f"warning: clean-up after earlier runs: {error}",
-                                   markup=False, highlight=False)  # fmt: skip
+        Console(stderr=True).print(
+            f"warning: clean-up after earlier runs: {error}", markup=False, highlight=False
+        )
     if swept:
-        Console(stderr=True).print(f"[dim]cleaned up after an earlier run: {swept.describe()}[/]",
-                                   highlight=False)  # fmt: skip
+        Console(stderr=True).print(
+            f"[dim]cleaned up after an earlier run: {swept.describe()}[/]", highlight=False
+        )

@@ -53,18 +53,20 @@ BaseUrl = Annotated[str | None, typer.Option(help="API base URL [env AGENT_S_BAS
 ApiKey = Annotated[
     str | None,
     typer.Option(
-        envvar=KEY_VARIABLE, show_envvar=False,
+        envvar=KEY_VARIABLE,
+        show_envvar=False,
         help="API key (default: the provider's usual variable). Prefer that variable or "
         "--api-key-file: a command line is visible to other users.",
     ),
-]  # fmt: skip
+]
 ApiKeyFile = Annotated[
     str | None,
     typer.Option(
-        metavar="PATH", callback=_read_key_file,
+        metavar="PATH",
+        callback=_read_key_file,
         help="Read the API key from the first line of this file.",
     ),
-]  # fmt: skip
+]
 Ground = Annotated[
     str | None, typer.Option(help="auto | ocr | a11y | model | native [env AGENT_S_GROUND].")
 ]

@@ -83,8 +83,9 @@ def _tasks(task: str | None, err: Console) -> Iterator[str]:
         return
     while True:
         try:
-            asked = typer.prompt("Task (empty line to quit)", default="", show_default=False,
-                                 err=True)  # fmt: skip
+            asked = typer.prompt(
+                "Task (empty line to quit)", default="", show_default=False, err=True
+            )
         except (EOFError, typer.Abort):
             return
         if not asked.strip():
@@ -108,22 +109,30 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
     usage = result.usage
     out.print(
         f"{result.steps} steps, {result.model_calls} model calls, {usage.total_tokens} tokens, "
-        f"${usage.cost_usd:.4f}, {result.timings.total:.1f} s", highlight=False,
-    )  # fmt: skip
+        f"${usage.cost_usd:.4f}, {result.timings.total:.1f} s",
+        highlight=False,
+    )
     if result.trajectory_dir:
         out.print(f"trajectory: {result.trajectory_dir}", highlight=False)
 
 
 def safety_and_code(
-    mode: str | None, sandbox: str | None, timeout: float | None, steps: int | None, enabled: bool,
-    *, default_mode: str = "confirm", default_sandbox: str = "none",
+    mode: str | None,
+    sandbox: str | None,
+    timeout: float | None,
+    steps: int | None,
+    enabled: bool,
+    *,
+    default_mode: str = "confirm",
+    default_sandbox: str = "none",
 ) -> tuple[Any, Any]:
     """The configuration file, then ``AGENT_S_*`` variables, then the flags (also for ``bench
     run``, whose defaults differ: mode auto, and the bubblewrap sandbox where it works)."""
     from agent_s.config import read_config_file
 
     safety, code = read_config_file(
-        default_mode=default_mode, default_sandbox=default_sandbox  # type: ignore[arg-type]
+        default_mode=default_mode,
+        default_sandbox=default_sandbox,  # type: ignore[arg-type]
     )
     safety, code = safety.with_env(os.environ), code.with_env(os.environ)
     if mode is not None:
@@ -142,8 +151,11 @@ def _approver(err: Console, mode: str) -> Any:
 
         return CliApprover(err)
     if mode in ("confirm", "confirm-all"):
-        err.print(f"[yellow]safety mode {mode}: stdin is not a terminal, so nobody can approve; "
-                  "actions that need approval will be refused[/]", highlight=False)  # fmt: skip
+        err.print(
+            f"[yellow]safety mode {mode}: stdin is not a terminal, so nobody can approve; "
+            "actions that need approval will be refused[/]",
+            highlight=False,
+        )
     return None
 
 
@@ -184,7 +196,7 @@ def run(
         typer.Option(
             help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     code_sandbox: Annotated[
         str | None, typer.Option(help="none | bwrap: how code-agent code runs.")
     ] = None,
@@ -206,7 +218,9 @@ def run(
     out, err = Console(), Console(stderr=True)
     try:
         model_config = ModelConfig.from_env(
-            provider=provider, model=model, base_url=base_url,
+            provider=provider,
+            model=model,
+            base_url=base_url,
             api_key=options.api_key(api_key, api_key_file),
         )
         grounding = GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
@@ -214,10 +228,16 @@ def run(
             safety, code_sandbox, code_timeout, code_steps, code_agent
         )
         settings = AgentConfig.from_env(
-            max_steps=max_steps, max_cost_usd=max_cost, dry_run=dry_run or None,
-            reflection=reflection, record_dir=record, safety=safety_config, code=code_config,
-            a11y_snapshot=a11y_snapshot, secrets=read_secrets(),
-        )  # fmt: skip
+            max_steps=max_steps,
+            max_cost_usd=max_cost,
+            dry_run=dry_run or None,
+            reflection=reflection,
+            record_dir=record,
+            safety=safety_config,
+            code=code_config,
+            a11y_snapshot=a11y_snapshot,
+            secrets=read_secrets(),
+        )
         if settings.record_dir is None:
             settings = dataclasses.replace(settings, record_dir=_DEFAULT_RECORD.expanduser())
         argv = tuple(shlex.split(check)) if check is not None else None
@@ -225,9 +245,12 @@ def run(
             raise typer.BadParameter("--check needs a command")
         approver = _approver(err, settings.safety.mode)
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
-            model_config, settings=settings, grounding=grounding,
-            on_step=lambda report: _step_line(err, report), approver=approver,
-        )  # fmt: skip
+            model_config,
+            settings=settings,
+            grounding=grounding,
+            on_step=lambda report: _step_line(err, report),
+            approver=approver,
+        )
     except (AgentSError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
@@ -236,8 +259,11 @@ def run(
         with _desktop(virtual, err) as (backend, env):
             agent.backend = backend
             for text in _tasks(task, err):
-                err.print(f"[bold]task:[/] {escape(text)}  [dim]({model_config.model}, "
-                          f"grounding {grounding.mode})[/]", highlight=False)  # fmt: skip
+                err.print(
+                    f"[bold]task:[/] {escape(text)}  [dim]({model_config.model}, "
+                    f"grounding {grounding.mode})[/]",
+                    highlight=False,
+                )
                 postcondition = CommandCheck(argv, env=env) if argv else None
                 result = agent.run(text, postcondition=postcondition)
                 _print_result(out, result, as_json)

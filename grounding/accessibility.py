@@ -39,8 +39,19 @@ from agent_s.grounding.types import (
 
 _ROLES: dict[str, frozenset[str]] = {
     "button": frozenset({"push button", "toggle button", "button", "menu button", "spin button"}),
-    "field": frozenset({"text", "entry", "password text", "spin button", "combo box", "terminal",
-                        "editbar", "paragraph", "document text"}),
+    "field": frozenset(
+        {
+            "text",
+            "entry",
+            "password text",
+            "spin button",
+            "combo box",
+            "terminal",
+            "editbar",
+            "paragraph",
+            "document text",
+        }
+    ),
     "menu": frozenset({"menu", "menu item", "check menu item", "radio menu item", "menu bar"}),
     "tab": frozenset({"page tab"}),
     "link": frozenset({"link"}),
@@ -54,14 +65,32 @@ _ROLES: dict[str, frozenset[str]] = {
     "slider": frozenset({"slider", "scroll bar"}),
     "list": frozenset({"list item"}),
     "window": frozenset({"frame", "dialog", "window", "alert"}),
-}  # fmt: skip
+}
 _FIELD_ROLES = _ROLES["field"]
-_CONTAINER_ROLES = frozenset({
-    "frame", "window", "dialog", "application", "filler", "panel", "scroll pane", "viewport",
-    "layered pane", "split pane", "root pane", "tool bar", "menu bar", "status bar",
-    "page tab list", "redundant object", "section", "document frame", "document web",
-    "internal frame",
-})  # fmt: skip
+_CONTAINER_ROLES = frozenset(
+    {
+        "frame",
+        "window",
+        "dialog",
+        "application",
+        "filler",
+        "panel",
+        "scroll pane",
+        "viewport",
+        "layered pane",
+        "split pane",
+        "root pane",
+        "tool bar",
+        "menu bar",
+        "status bar",
+        "page tab list",
+        "redundant object",
+        "section",
+        "document frame",
+        "document web",
+        "internal frame",
+    }
+)
 _TOP_LEVEL_ROLES = frozenset({"frame", "dialog", "window", "alert", "file chooser"})
 
 
@@ -113,8 +142,9 @@ class AccessibilityTree:
         if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
             raise GrounderUnavailable(
                 "accessibility needs a D-Bus session bus, and DBUS_SESSION_BUS_ADDRESS is unset",
-                grounder="a11y", reason="no D-Bus session bus",
-            )  # fmt: skip
+                grounder="a11y",
+                reason="no D-Bus session bus",
+            )
         try:
             import gi
 
@@ -124,8 +154,9 @@ class AccessibilityTree:
             raise GrounderUnavailable(
                 f"the AT-SPI bindings are missing ({err}); apt-get install gir1.2-atspi-2.0 "
                 "python3-gi, and use a Python that sees them",
-                grounder="a11y", reason="Atspi bindings missing",
-            ) from err  # fmt: skip
+                grounder="a11y",
+                reason="Atspi bindings missing",
+            ) from err
         Atspi.init()
         Atspi.set_timeout(self.timeout_ms, self.timeout_ms * 2)
         self._atspi = Atspi
@@ -162,9 +193,15 @@ class AccessibilityTree:
             return found
 
     def _walk(
-        self, atspi: Any, node: Any, app: str, pid: int, window: str,
-        out: list[Element], budget: _Budget,
-    ) -> None:  # fmt: skip
+        self,
+        atspi: Any,
+        node: Any,
+        app: str,
+        pid: int,
+        window: str,
+        out: list[Element],
+        budget: _Budget,
+    ) -> None:
         stack = [(node, window)]
         states = atspi.StateType
         while stack and not budget.spent:
@@ -247,8 +284,9 @@ class AccessibilityGrounder:
         if not elements and not self.tree.applications():
             raise GrounderUnavailable(
                 "no application on the accessibility bus exposes a tree",
-                grounder=self.name, reason="no accessible applications",
-            )  # fmt: skip
+                grounder=self.name,
+                reason="no accessible applications",
+            )
         self._snapshots[observation.key] = elements
         while len(self._snapshots) > self._max:
             self._snapshots.popitem(last=False)
@@ -272,9 +310,11 @@ class AccessibilityGrounder:
                 raise NotFound(
                     f"accessibility found {len(matches)} element(s) named {' '.join(phrase)!r}, "
                     f"fewer than the ordinal in {expression!r} asks for",
-                    expression=expression, grounder=self.name, reason="too few matches",
+                    expression=expression,
+                    grounder=self.name,
+                    reason="too few matches",
                     candidates=tuple(_candidate(m.data["element"], m.score) for m in matches),
-                )  # fmt: skip
+                )
             element: Element = choice.match.data["element"]
             why = f"; chosen by {', '.join(choice.reasons)}" if choice.reasons else ""
             return GroundingResult(
@@ -295,15 +335,17 @@ class AccessibilityGrounder:
                     "matches": len(matches),
                     "phrase": " ".join(phrase),
                     "score": round(choice.match.score, 3),
-                },  # fmt: skip
+                },
                 seconds=time.perf_counter() - start,
             )
         self._explain_absence(observation, everything)
         raise NotFound(
             f"no showing accessible element is named {' '.join(query.phrase)!r}",
-            expression=expression, grounder=self.name, reason="no element matches",
+            expression=expression,
+            grounder=self.name,
+            reason="no element matches",
             candidates=_closest(query, elements),
-        )  # fmt: skip
+        )
 
     def _explain_absence(self, observation: Observation, elements: list[Element]) -> None:
         """Raise ``GrounderUnavailable`` when the active window has no accessible tree."""
@@ -315,16 +357,21 @@ class AccessibilityGrounder:
         raise GrounderUnavailable(
             f"the active window ({active.app}: {active.title!r}) exposes no accessibility tree "
             "(Tk never does; Qt needs QT_ACCESSIBILITY=1, Chromium --force-renderer-accessibility)",
-            grounder=self.name, reason="active window not accessible",
-        )  # fmt: skip
+            grounder=self.name,
+            reason="active window not accessible",
+        )
 
 
 def _on_screen(element: Element, observation: Observation) -> bool:
     """Inside the screenshot, and not covered by another application's window."""
     shot = observation.screenshot
     width, height = shot.image.size
-    area = Box(shot.origin.x, shot.origin.y, max(1, round(width / shot.scale)),
-               max(1, round(height / shot.scale)))  # fmt: skip
+    area = Box(
+        shot.origin.x,
+        shot.origin.y,
+        max(1, round(width / shot.scale)),
+        max(1, round(height / shot.scale)),
+    )
     if not area.contains(element.box.center):
         return False
     top = matching.window_at(element.box, observation.windows)

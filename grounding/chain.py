@@ -75,10 +75,12 @@ class GroundingChain:
         ranked = sorted({(c.text, c.role): c for c in candidates}.values(), key=lambda c: -c.score)
         raise NotFound(
             f"no grounder found {expression!r} ({tried})",
-            expression=expression, grounder=self.name,
+            expression=expression,
+            grounder=self.name,
             reason="; ".join(f"{a.grounder} {a.outcome.replace('_', ' ')}" for a in attempts),
-            candidates=tuple(ranked[:10]), attempts=tuple(attempts),
-        )  # fmt: skip
+            candidates=tuple(ranked[:10]),
+            attempts=tuple(attempts),
+        )
 
 
 def _attempt(grounder: Grounder, outcome: Outcome, reason: str, start: float) -> Attempt:

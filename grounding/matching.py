@@ -148,9 +148,10 @@ def _by_context(query: Query, matches: list[Match], windows: Sequence[WindowInfo
         return matches
     if query.context:
         named = [
-            w for w in windows
+            w
+            for w in windows
             if any(word in normalize(w.title) or word in normalize(w.app) for word in query.context)
-        ]  # fmt: skip
+        ]
         inside = [m for m in matches if m.window is not None and m.window in named]
         if inside:
             return inside

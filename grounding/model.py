@@ -87,13 +87,17 @@ def location_to_screen(
     except CoordinateError as err:
         raise GroundingReplyError(
             f"the reply's {location.kind} {location.values} is out of bounds: {err}",
-            reply=reply, reason="out of bounds",
-        ) from err  # fmt: skip
+            reply=reply,
+            reason="out of bounds",
+        ) from err
     facts: dict[str, object] = {
-        "reply": reply[:500], "format": location.format, "convention": used,
-        "frame": [frame.width, frame.height], "sent": [frame.sent_width, frame.sent_height],
+        "reply": reply[:500],
+        "format": location.format,
+        "convention": used,
+        "frame": [frame.width, frame.height],
+        "sent": [frame.sent_width, frame.sent_height],
         "model_point": list(location.point),
-    }  # fmt: skip
+    }
     return box, (point.x, point.y), facts
 
 
@@ -159,8 +163,10 @@ class ModelGrounder:
             raise NotFound(
                 f"the grounding model {self.provider.model} says {expression!r} is not on the "
                 f"screen: {err}",
-                expression=expression, grounder=self.name, reason="model says not found",
-            ) from err  # fmt: skip
+                expression=expression,
+                grounder=self.name,
+                reason="model says not found",
+            ) from err
         return GroundingResult(
             expression=expression,
             point=Point(x, y),
@@ -194,7 +200,8 @@ def choose_span_with_model(
     if chosen is None:
         raise NotFound(
             f"the model found neither {start_phrase!r} nor {end_phrase!r} among the OCR words",
-            expression=f"{start_phrase} ... {end_phrase}", grounder="model",
+            expression=f"{start_phrase} ... {end_phrase}",
+            grounder="model",
             reason="model says not found",
-        )  # fmt: skip
+        )
     return chosen

@@ -37,8 +37,9 @@ def tool_call_point(arguments: Mapping[str, Any]) -> tuple[float, float]:
     else:
         raise GroundingReplyError(
             f"the call has no coordinate: {dict(arguments)}",
-            reply=str(dict(arguments))[:300], reason="unparseable",
-        )  # fmt: skip
+            reply=str(dict(arguments))[:300],
+            reason="unparseable",
+        )
     if (
         values is None
         or len(values) != 2
@@ -46,8 +47,9 @@ def tool_call_point(arguments: Mapping[str, Any]) -> tuple[float, float]:
     ):
         raise GroundingReplyError(
             f"the call's coordinate is not two numbers: {values!r}",
-            reply=str(dict(arguments))[:300], reason="unparseable",
-        )  # fmt: skip
+            reply=str(dict(arguments))[:300],
+            reason="unparseable",
+        )
     return float(values[0]), float(values[1])
 
 
@@ -68,8 +70,10 @@ def native_result(
     except ReplySaysNotFound as err:
         raise NotFound(
             f"{source} gave no coordinates: {err}",
-            expression=description, grounder="native", reason="no coordinates",
-        ) from err  # fmt: skip
+            expression=description,
+            grounder="native",
+            reason="no coordinates",
+        ) from err
     return GroundingResult(
         expression=description,
         point=Point(x, y),
@@ -93,9 +97,12 @@ def native_call_result(
     """The screen point for a computer-use call's arguments over the image ``sent``."""
     x, y = tool_call_point(arguments)
     return native_result(
-        description, f"({x:g}, {y:g})", sent=sent, observation=observation,
+        description,
+        f"({x:g}, {y:g})",
+        sent=sent,
+        observation=observation,
         source="the computer-use call",
-    )  # fmt: skip
+    )
 
 
 class NativeGrounder:
@@ -118,6 +125,9 @@ class NativeGrounder:
         width, height = self.image_spec.fit(image.width, image.height)
         sent = EncodedImage(b"", self.image_spec.media_type, width, height, *image.size)
         return native_result(
-            expression, expression, sent=sent, observation=observation,
+            expression,
+            expression,
+            sent=sent,
+            observation=observation,
             convention=self.convention,
-        )  # fmt: skip
+        )

@@ -131,8 +131,9 @@ class TesseractEngine:
         if self._command is None:
             raise GrounderUnavailable(
                 "OCR needs the tesseract program (apt-get install tesseract-ocr tesseract-ocr-eng)",
-                grounder="ocr", reason="tesseract is not installed",
-            )  # fmt: skip
+                grounder="ocr",
+                reason="tesseract is not installed",
+            )
         opts = self.options
         prepared = ImageOps.grayscale(image) if opts.grayscale else image.convert("RGB")
         if opts.scale != 1:
@@ -140,13 +141,25 @@ class TesseractEngine:
             prepared = prepared.resize(size, Image.Resampling.LANCZOS)
         buffer = io.BytesIO()
         prepared.save(buffer, format="PPM")  # raw PGM/PPM: the fastest format to hand over
-        argv = [self._command, "stdin", "stdout", "--psm", str(opts.psm), "-l", opts.language,
-                "tsv"]  # fmt: skip
+        argv = [
+            self._command,
+            "stdin",
+            "stdout",
+            "--psm",
+            str(opts.psm),
+            "-l",
+            opts.language,
+            "tsv",
+        ]
         try:
             done = subprocess.run(
-                argv, input=buffer.getvalue(), capture_output=True, env=self._env,
-                timeout=opts.timeout_s, check=False,
-            )  # fmt: skip
+                argv,
+                input=buffer.getvalue(),
+                capture_output=True,
+                env=self._env,
+                timeout=opts.timeout_s,
+                check=False,
+            )
         except subprocess.TimeoutExpired as err:
             raise GrounderUnavailable(
                 f"tesseract took over {opts.timeout_s:g} s", grounder="ocr", reason="timeout"
@@ -155,8 +168,9 @@ class TesseractEngine:
             detail = done.stderr.decode("utf-8", "replace").strip()[-300:]
             raise GrounderUnavailable(
                 f"tesseract failed (status {done.returncode}): {detail}",
-                grounder="ocr", reason="tesseract failed",
-            )  # fmt: skip
+                grounder="ocr",
+                reason="tesseract failed",
+            )
         return self._parse(done.stdout.decode("utf-8", "replace"), image.size)
 
     def _parse(
@@ -311,9 +325,11 @@ class OcrGrounder:
                 raise NotFound(
                     f"OCR found {len(matches)} match(es) of {' '.join(phrase)!r}, fewer than "
                     f"the ordinal in {expression!r} asks for",
-                    expression=expression, grounder=self.name, reason="too few matches",
+                    expression=expression,
+                    grounder=self.name,
+                    reason="too few matches",
                     candidates=tuple(_as_candidate(m) for m in matches),
-                )  # fmt: skip
+                )
             match = choice.match
             why = f"; chosen by {', '.join(choice.reasons)}" if choice.reasons else ""
             return GroundingResult(
@@ -332,15 +348,17 @@ class OcrGrounder:
                     "matches": len(matches),
                     "region": region,
                     "ocr_seconds": round(ocr_seconds, 3),
-                },  # fmt: skip
+                },
                 seconds=time.perf_counter() - start,
             )
         seen = sorted({c.text: c for c in candidates}.values(), key=lambda c: -c.score)[:8]
         raise NotFound(
             f"OCR did not find {' '.join(query.phrase)!r} on the screen",
-            expression=expression, grounder=self.name, reason="no text matches",
+            expression=expression,
+            grounder=self.name,
+            reason="no text matches",
             candidates=tuple(seen),
-        )  # fmt: skip
+        )
 
     def span(self, start_phrase: str, end_phrase: str, observation: Observation) -> TextSpan:
         """Where to drag to select from ``start_phrase`` to ``end_phrase`` (the shortest span).
@@ -363,13 +381,17 @@ class OcrGrounder:
             missing = [p for p, found in ((start_phrase, starts), (end_phrase, ends)) if not found]
             reason = (
                 f"OCR did not find {' and '.join(repr(m) for m in missing)}"
-                if missing else f"no {end_phrase!r} follows {start_phrase!r}"
-            )  # fmt: skip
+                if missing
+                else f"no {end_phrase!r} follows {start_phrase!r}"
+            )
             words = [Candidate(w.text, 0.0, chain.box_to_screen(w.box)) for w in page.words[:40]]
             raise NotFound(
-                reason, expression=f"{start_phrase} ... {end_phrase}", grounder=self.name,
-                reason="span not found", candidates=tuple(words),
-            )  # fmt: skip
+                reason,
+                expression=f"{start_phrase} ... {end_phrase}",
+                grounder=self.name,
+                reason="span not found",
+                candidates=tuple(words),
+            )
         _, _, first, last, score = min(pairs)
         head, tail = page.words[first].box, page.words[last].box
         start = chain.screenshot_to_screen(min(head.x + 1, head.right), head.center.y)
@@ -381,10 +403,14 @@ class OcrGrounder:
         end = chain.screenshot_to_screen(min(tail.right + past, last_column), tail.center.y)
         words = tuple(w.text for w in page.words[first : last + 1])
         return TextSpan(
-            start=start, end=end, start_word=first, end_word=last, words=words,
+            start=start,
+            end=end,
+            start_word=first,
+            end_word=last,
+            words=words,
             confidence=round(min(1.0, score), 3),
             evidence=f"OCR words {first}-{last}: {' '.join(words)[:120]!r}",
-        )  # fmt: skip
+        )
 
 
 def normalize_phrase(text: str) -> tuple[str, ...]:

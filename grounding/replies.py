@@ -73,8 +73,9 @@ def _floats(groups: tuple[str, ...], reply: str) -> tuple[float, ...]:
     if any(v < 0 for v in values):
         raise GroundingReplyError(
             f"the reply has a negative coordinate: {reply.strip()[:200]!r}",
-            reply=reply, reason="out of bounds",
-        )  # fmt: skip
+            reply=reply,
+            reason="out of bounds",
+        )
     return values
 
 
@@ -87,8 +88,9 @@ def _location(
         if x2 < x1 or y2 < y1:
             raise GroundingReplyError(
                 f"the reply's box has its corners out of order: {values}",
-                reply=reply, reason="bad box",
-            )  # fmt: skip
+                reply=reply,
+                reason="bad box",
+            )
     unit = all(v <= 1 for v in values) and any("." in t for t in texts)
     return ParsedLocation(kind, values, fmt, unit)
 
@@ -99,8 +101,9 @@ def _one(found: list[ParsedLocation], reply: str) -> ParsedLocation | None:
         shown = "; ".join(str(v) for _, v in distinct[:4])
         raise GroundingReplyError(
             f"the reply gives {len(distinct)} different locations ({shown}); expected one",
-            reply=reply, reason="several locations",
-        )  # fmt: skip
+            reply=reply,
+            reason="several locations",
+        )
     return found[0] if found else None
 
 
@@ -126,8 +129,9 @@ def _json_location(reply: str) -> list[ParsedLocation]:
         ):
             raise GroundingReplyError(
                 f"the reply's JSON location is not 2 or 4 numbers: {blob[:200]}",
-                reply=reply, reason="unparseable",
-            )  # fmt: skip
+                reply=reply,
+                reason="unparseable",
+            )
         texts = tuple(json.dumps(v) for v in raw)
         values = _floats(texts, reply)
         found.append(_location(values, "json", texts, reply))
@@ -141,10 +145,14 @@ def parse_location(reply: str) -> ParsedLocation:
         raise GroundingReplyError("the reply is empty", reply=reply, reason="empty")
     attempts: list[tuple[str, list[ParsedLocation]]] = []
 
-    seed = [_location(_floats(m.groups(), text), "seed point", m.groups(), text)
-            for m in _SEED_POINT.finditer(text)]  # fmt: skip
-    seed += [_location(_floats(m.groups(), text), "seed box", m.groups(), text)
-             for m in _SEED_BOX.finditer(text)]  # fmt: skip
+    seed = [
+        _location(_floats(m.groups(), text), "seed point", m.groups(), text)
+        for m in _SEED_POINT.finditer(text)
+    ]
+    seed += [
+        _location(_floats(m.groups(), text), "seed box", m.groups(), text)
+        for m in _SEED_BOX.finditer(text)
+    ]
     attempts.append(("seed", seed))
 
     tars = []
@@ -157,24 +165,30 @@ def parse_location(reply: str) -> ParsedLocation:
         if chosen is None:
             raise GroundingReplyError(
                 f"the reply's {match.group(1)} is not a point or a box: {match.group(3)[:100]!r}",
-                reply=reply, reason="unparseable",
-            )  # fmt: skip
+                reply=reply,
+                reason="unparseable",
+            )
         tars.append(_location(_floats(chosen.groups(), text), "ui-tars", chosen.groups(), text))
         if match.group(1) == "start_box":
             break  # a drag's end_box is not this element
     attempts.append(("ui-tars", tars))
     attempts.append(("json", _json_location(text)))
 
-    boxes = [_location(_floats(m.groups(), text), "box", m.groups(), text)
-             for m in _BRACKET_QUAD.finditer(text)]  # fmt: skip
+    boxes = [
+        _location(_floats(m.groups(), text), "box", m.groups(), text)
+        for m in _BRACKET_QUAD.finditer(text)
+    ]
     remainder = _BRACKET_QUAD.sub(" ", text)
-    pairs = [_location(_floats(m.groups(), text), "pair", m.groups(), text)
-             for m in _BRACKET_PAIR.finditer(remainder)]  # fmt: skip
+    pairs = [
+        _location(_floats(m.groups(), text), "pair", m.groups(), text)
+        for m in _BRACKET_PAIR.finditer(remainder)
+    ]
     attempts.append(("brackets", boxes + pairs))
     bare = _BARE_PAIR.match(text)
     if bare:
-        attempts.append(("bare", [_location(_floats(bare.groups(), text), "bare", bare.groups(),
-                                            text)]))  # fmt: skip
+        attempts.append(
+            ("bare", [_location(_floats(bare.groups(), text), "bare", bare.groups(), text)])
+        )
 
     for _, found in attempts:
         location = _one(found, reply)
@@ -185,8 +199,9 @@ def parse_location(reply: str) -> ParsedLocation:
     raise GroundingReplyError(
         f"no coordinates in the reply: {text[:200]!r} (expected e.g. (x, y), [x1, y1, x2, y2], "
         "<point>x y</point> or click(start_box='(x,y)'))",
-        reply=reply, reason="unparseable",
-    )  # fmt: skip
+        reply=reply,
+        reason="unparseable",
+    )
 
 
 def parse_span_choice(reply: str, word_count: int) -> tuple[int, int] | None:
@@ -199,26 +214,30 @@ def parse_span_choice(reply: str, word_count: int) -> tuple[int, int] | None:
     if len(blobs) != 1:
         raise GroundingReplyError(
             f"expected one JSON object with start and end, got {len(blobs)}: {reply[:200]!r}",
-            reply=reply, reason="unparseable",
-        )  # fmt: skip
+            reply=reply,
+            reason="unparseable",
+        )
     try:
         data = json.loads(blobs[0])
     except json.JSONDecodeError as err:
         raise GroundingReplyError(
-            f"the span choice is not valid JSON: {blobs[0][:200]!r}", reply=reply,
+            f"the span choice is not valid JSON: {blobs[0][:200]!r}",
+            reply=reply,
             reason="unparseable",
-        ) from err  # fmt: skip
+        ) from err
     start, end = data.get("start", "missing"), data.get("end", "missing")
     if start is None and end is None:
         return None
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
         raise GroundingReplyError(
             f"start and end must be word numbers, got {start!r} and {end!r}",
-            reply=reply, reason="unparseable",
-        )  # fmt: skip
+            reply=reply,
+            reason="unparseable",
+        )
     if not 0 <= start <= end < word_count:
         raise GroundingReplyError(
             f"start {start} and end {end} must satisfy 0 <= start <= end <= {word_count - 1}",
-            reply=reply, reason="out of bounds",
-        )  # fmt: skip
+            reply=reply,
+            reason="out of bounds",
+        )
     return start, end

@@ -124,8 +124,11 @@ class Frame:
         if not inside:
             raise CoordinateError(
                 f"({x:g}, {y:g}) is outside the model's {self.convention} frame ({shape})",
-                stage="model frame", x=x, y=y, bounds=(self.width, self.height),
-            )  # fmt: skip
+                stage="model frame",
+                x=x,
+                y=y,
+                bounds=(self.width, self.height),
+            )
 
     def to_sent(self, x: float, y: float) -> tuple[int, int]:
         """The sent-image pixel under model point (x, y); bounds-checked."""
@@ -140,8 +143,11 @@ class Frame:
         if not (0 <= x < self.sent_width and 0 <= y < self.sent_height):
             raise CoordinateError(
                 f"({x}, {y}) is outside the {self.sent_width}x{self.sent_height} sent image",
-                stage="sent image", x=x, y=y, bounds=(self.sent_width, self.sent_height),
-            )  # fmt: skip
+                stage="sent image",
+                x=x,
+                y=y,
+                bounds=(self.sent_width, self.sent_height),
+            )
         return (
             (x + 0.5) * self.width / self.sent_width,
             (y + 0.5) * self.height / self.sent_height,
@@ -210,8 +216,11 @@ class CoordinateChain:
             raise CoordinateError(
                 f"screen point ({point.x}, {point.y}) is on no monitor "
                 f"(screen bounds {self.geometry.bounds})",
-                stage="screen", x=point.x, y=point.y, bounds=self.geometry.bounds,
-            )  # fmt: skip
+                stage="screen",
+                x=point.x,
+                y=point.y,
+                bounds=self.geometry.bounds,
+            )
         return point
 
     def screen_to_screenshot(self, point: Point) -> tuple[int, int]:
@@ -222,10 +231,16 @@ class CoordinateChain:
         if not (0 <= x < self.width and 0 <= y < self.height):
             raise CoordinateError(
                 f"screen point ({point.x}, {point.y}) is outside this screenshot",
-                stage="screen", x=point.x, y=point.y,
-                bounds=(shot.origin.x, shot.origin.y, self.width / shot.scale,
-                        self.height / shot.scale),
-            )  # fmt: skip
+                stage="screen",
+                x=point.x,
+                y=point.y,
+                bounds=(
+                    shot.origin.x,
+                    shot.origin.y,
+                    self.width / shot.scale,
+                    self.height / shot.scale,
+                ),
+            )
         return x, y
 
     def box_to_screen(self, box: Box) -> Box:
@@ -282,5 +297,8 @@ class CoordinateChain:
         if not (0 <= x < self.width and 0 <= y < self.height):
             raise CoordinateError(
                 f"({x}, {y}) is outside the {self.width}x{self.height} screenshot",
-                stage="screenshot", x=x, y=y, bounds=(self.width, self.height),
-            )  # fmt: skip
+                stage="screenshot",
+                x=x,
+                y=y,
+                bounds=(self.width, self.height),
+            )

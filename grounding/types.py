@@ -67,9 +67,11 @@ class Box:
 
     def union(self, other: Box) -> Box:
         return Box.from_corners(
-            min(self.x, other.x), min(self.y, other.y),
-            max(self.right, other.right), max(self.bottom, other.bottom),
-        )  # fmt: skip
+            min(self.x, other.x),
+            min(self.y, other.y),
+            max(self.right, other.right),
+            max(self.bottom, other.bottom),
+        )
 
     def intersects(self, other: Box) -> bool:
         return not (
@@ -176,7 +178,7 @@ class GroundingResult:
                     "seconds": round(a.seconds, 3),
                 }
                 for a in self.attempts
-            ],  # fmt: skip
+            ],
             "seconds": round(self.seconds, 3),
         }
 

@@ -62,22 +62,42 @@ REPORT_STEPS = (1, 10, 25, 50)
 
 _ACTIONS = (
     ('agent.open(app_or_filename="invoice.pdf")', "The desktop shows no window yet.", None),
-    ('agent.scroll(element_description="the invoice page in the document viewer", clicks=-5)',
-     "The invoice is open at the top of page one; the totals are further down.",
-     "the invoice page"),
-    ('agent.save_to_knowledge(text=["invoice total: 1,284.50 EUR"])',
-     "The total line reads 1,284.50 EUR at the bottom right of the table.", None),
-    ('agent.switch_applications(app_code="libreoffice-calc")',
-     "I have the total in my notes; the spreadsheet must come to the front.", None),
-    ('agent.click(element_description="cell B7 in the Budget sheet")',
-     "The spreadsheet is in front with the Budget sheet selected; B7 is empty.", "cell B7"),
-    ('agent.type(text="1284.50", enter=True)',
-     "Cell B7 is selected, as the Name Box shows, so I type the amount.", None),
-    ('agent.hotkey(keys=["ctrl", "s"])',
-     "B7 now shows 1,284.50. Saving keeps the file in its own format.", None),
-    ('agent.click(element_description="the Use ODF Format! button in the Keep format dialog")',
-     "A dialog asks which format to keep; the file must stay .ods.", "the Use ODF Format! button"),
-)  # fmt: skip
+    (
+        'agent.scroll(element_description="the invoice page in the document viewer", clicks=-5)',
+        "The invoice is open at the top of page one; the totals are further down.",
+        "the invoice page",
+    ),
+    (
+        'agent.save_to_knowledge(text=["invoice total: 1,284.50 EUR"])',
+        "The total line reads 1,284.50 EUR at the bottom right of the table.",
+        None,
+    ),
+    (
+        'agent.switch_applications(app_code="libreoffice-calc")',
+        "I have the total in my notes; the spreadsheet must come to the front.",
+        None,
+    ),
+    (
+        'agent.click(element_description="cell B7 in the Budget sheet")',
+        "The spreadsheet is in front with the Budget sheet selected; B7 is empty.",
+        "cell B7",
+    ),
+    (
+        'agent.type(text="1284.50", enter=True)',
+        "Cell B7 is selected, as the Name Box shows, so I type the amount.",
+        None,
+    ),
+    (
+        'agent.hotkey(keys=["ctrl", "s"])',
+        "B7 now shows 1,284.50. Saving keeps the file in its own format.",
+        None,
+    ),
+    (
+        'agent.click(element_description="the Use ODF Format! button in the Keep format dialog")',
+        "A dialog asks which format to keep; the file must stay .ods.",
+        "the Use ODF Format! button",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -317,9 +337,15 @@ def run_ours(
             else:
                 run.reflection.append(None)
             messages = build_messages(
-                worker_system, TASK, records, screen, notes,
-                policy=policy, reflection=reflection, max_steps=steps,
-            )  # fmt: skip
+                worker_system,
+                TASK,
+                records,
+                screen,
+                notes,
+                policy=policy,
+                reflection=reflection,
+                max_steps=steps,
+            )
             text, sample = _send(server, provider, api, messages)
             run.worker.append(sample)
             done = script[n - 1]

@@ -75,11 +75,23 @@ HTML_PAGE = """<!doctype html><html><head><title>Grounding bench page</title></h
 <tr><td>Pencil set</td><td>30.50</td></tr></table>
 </body></html>"""
 ROLE_WORDS = {
-    "push button": "button", "toggle button": "button", "menu": "menu", "menu item": "menu item",
-    "page tab": "tab", "check box": "checkbox", "radio button": "radio button", "text": "field",
-    "entry": "field", "label": "label", "link": "link", "table cell": "cell", "heading": "heading",
-    "combo box": "dropdown", "column header": "header", "spin button": "field",
-}  # fmt: skip
+    "push button": "button",
+    "toggle button": "button",
+    "menu": "menu",
+    "menu item": "menu item",
+    "page tab": "tab",
+    "check box": "checkbox",
+    "radio button": "radio button",
+    "text": "field",
+    "entry": "field",
+    "label": "label",
+    "link": "link",
+    "table cell": "cell",
+    "heading": "heading",
+    "combo box": "dropdown",
+    "column header": "header",
+    "spin button": "field",
+}
 
 
 # Roles whose name is normally drawn as text (not icon-only buttons, window controls, fields).
@@ -141,25 +153,45 @@ def _apps(tmp: Path) -> dict[str, tuple[list[str], dict[str, str], str, float]]:
 
         script = tmp / "qt_app.py"
         script.write_text(QT_APP)
-        apps["qt (PySide6)"] = ([sys.executable, str(script)], {"QT_ACCESSIBILITY": "1"},
-                                "Qt grounding bench", 1.5)  # fmt: skip
+        apps["qt (PySide6)"] = (
+            [sys.executable, str(script)],
+            {"QT_ACCESSIBILITY": "1"},
+            "Qt grounding bench",
+            1.5,
+        )
     except ImportError:
         print("skipping Qt: PySide6 is not installed", file=sys.stderr)
     if shutil.which("chromium"):
         page = tmp / "page.html"
         page.write_text(HTML_PAGE)
         apps["chromium"] = (
-            ["chromium", "--no-sandbox", "--force-renderer-accessibility", "--disable-gpu",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={tmp / 'chromium'}", "--window-size=1200,760",
-             "--window-position=0,0", page.as_uri()],
-            {}, "Grounding bench page", 4.0,
-        )  # fmt: skip
+            [
+                "chromium",
+                "--no-sandbox",
+                "--force-renderer-accessibility",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={tmp / 'chromium'}",
+                "--window-size=1200,760",
+                "--window-position=0,0",
+                page.as_uri(),
+            ],
+            {},
+            "Grounding bench page",
+            4.0,
+        )
     else:
         print("skipping chromium: not installed", file=sys.stderr)
     if shutil.which("localc"):
-        apps["libreoffice-calc"] = (["localc", "--norestore", "--nologo"],
-                                    {"SAL_USE_VCLPLUGIN": "gtk3"}, "Calc", 6.0)  # fmt: skip
+        apps["libreoffice-calc"] = (
+            ["localc", "--norestore", "--nologo"],
+            {"SAL_USE_VCLPLUGIN": "gtk3"},
+            "Calc",
+            6.0,
+        )
     return apps
 
 
@@ -180,8 +212,11 @@ def _targets(observation: Any, pid: int | None, app_name: str, limit: int) -> li
     from agent_s.grounding import AccessibilityTree
     from agent_s.grounding.accessibility import _on_screen
 
-    elements = [e for e in AccessibilityTree().elements() if (pid and e.pid == pid)
-                or app_name.lower().split()[0] in e.app.lower()]  # fmt: skip
+    elements = [
+        e
+        for e in AccessibilityTree().elements()
+        if (pid and e.pid == pid) or app_name.lower().split()[0] in e.app.lower()
+    ]
     counts: dict[str, int] = {}
     for e in elements:
         counts[e.name] = counts.get(e.name, 0) + 1
@@ -219,27 +254,31 @@ def _model_replies(observation: Any, targets: list[Target]) -> dict[str, tuple[s
     image = observation.screenshot.image
     formats = {
         "ui-tars-1.0 grid": ("ui-tars-72b-dpo", "grid1000", "click(start_box='({x:.0f},{y:.0f})')"),
-        "ui-tars-1.5 smart": ("ui-tars-1.5-7b", "smart_resize",
-                              "Action: click(start_box='<|box_start|>({x:.0f},{y:.0f})"
-                              "<|box_end|>')"),
+        "ui-tars-1.5 smart": (
+            "ui-tars-1.5-7b",
+            "smart_resize",
+            "Action: click(start_box='<|box_start|>({x:.0f},{y:.0f})<|box_end|>')",
+        ),
         "seed point": ("doubao-seed-1.6", "grid1000", "<point>{x:.0f} {y:.0f}</point>"),
         "pixel box": ("gpt-4o", "pixels", "[{x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f}]"),
         "0-1 fractions": ("generic-vlm", "pixels", "({ux:.4f}, {uy:.4f})"),
-    }  # fmt: skip
+    }
     out = {}
     for label, (model, convention, template) in formats.items():
         spec = default_image_spec(convention)  # type: ignore[arg-type]
         w, h = spec.fit(*image.size)
-        chain = CoordinateChain(observation.screenshot, EncodedImage(b"", "image/png", w, h,
-                                                                      *image.size))  # fmt: skip
+        chain = CoordinateChain(
+            observation.screenshot, EncodedImage(b"", "image/png", w, h, *image.size)
+        )
         frame = chain.frame(convention)  # type: ignore[arg-type]
         unit = chain.frame("unit")
         replies = []
         for target in targets:
             x, y = chain.screen_to_model(target.box.center, frame)
             x1, y1 = chain.screen_to_model(Point(target.box.x + 1, target.box.y + 1), frame)
-            x2, y2 = chain.screen_to_model(Point(target.box.right - 1, target.box.bottom - 1),
-                                           frame)  # fmt: skip
+            x2, y2 = chain.screen_to_model(
+                Point(target.box.right - 1, target.box.bottom - 1), frame
+            )
             ux, uy = chain.screen_to_model(target.box.center, unit)
             text = template.format(x=x, y=y, x1=x1, y1=y1, x2=x2, y2=y2, ux=ux, uy=uy)
             replies.extend([text] * len(_queries(target)))
@@ -271,8 +310,11 @@ def _run_grounder(
             elapsed = time.perf_counter() - start + (cold(outcome) if cold else 0.0)
             if VERBOSE and not hit and name in ("ocr", "a11y", "auto (a11y, ocr)"):
                 got = getattr(outcome, "point", None) or type(outcome).__name__
-                print(f"  miss {name} {app}: {query!r} ({target.role}) at "
-                      f"{target.box.as_tuple()}: {got}", file=sys.stderr)  # fmt: skip
+                print(
+                    f"  miss {name} {app}: {query!r} ({target.role}) at "
+                    f"{target.box.as_tuple()}: {got}",
+                    file=sys.stderr,
+                )
             tallies.setdefault((name, app), Tally()).add(hit, elapsed)
             if name == "ocr" and target.role in TEXT_ROLES:
                 tallies.setdefault(("ocr, text-role targets", app), Tally()).add(hit, elapsed)
@@ -288,7 +330,7 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
         OcrReader,
         TesseractEngine,
         TesseractOptions,
-    )  # fmt: skip
+    )
     from agent_s.models.endpoints import settings_from_env
     from agent_s.models.factory import build_provider
     from agent_s.testing.scripted_server import ScriptedModelServer
@@ -319,17 +361,30 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
             used = any(a.grounder == "ocr" for a in getattr(outcome, "attempts", ()))
             return ocr.reader.seconds_for(observation) if used else 0.0
 
-        _run_grounder("ocr", lambda q: ocr.ground(q, observation), targets, tallies, app,
-                      ocr_cold(ocr.reader))  # fmt: skip
+        _run_grounder(
+            "ocr", lambda q: ocr.ground(q, observation), targets, tallies, app, ocr_cold(ocr.reader)
+        )
         page = ocr.reader.page(observation)
         notes[app]["ocr_pass_s"] = round(page.seconds, 2)
         notes[app]["ocr_words"] = len(page.words)
         chain = GroundingChain([a11y, ocr])
-        _run_grounder("auto (a11y, ocr)", lambda q: chain.ground(q, observation), targets,
-                      tallies, app, chain_cold)  # fmt: skip
+        _run_grounder(
+            "auto (a11y, ocr)",
+            lambda q: chain.ground(q, observation),
+            targets,
+            tallies,
+            app,
+            chain_cold,
+        )
         cropped = OcrGrounder(OcrReader(), crop="always")
-        _run_grounder("ocr, active window only", lambda q: cropped.ground(q, observation),
-                      targets, tallies, app, ocr_cold(cropped.reader))  # fmt: skip
+        _run_grounder(
+            "ocr, active window only",
+            lambda q: cropped.ground(q, observation),
+            targets,
+            tallies,
+            app,
+            ocr_cold(cropped.reader),
+        )
         if args.ocr_variants:
             for label, options in (
                 ("ocr gray 1x psm 11", TesseractOptions(scale=1.0)),
@@ -338,16 +393,27 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
                 ("ocr color 2x psm 11", TesseractOptions(grayscale=False)),
             ):
                 variant = OcrGrounder(OcrReader(TesseractEngine(options)), crop="never")
-                _run_grounder(label, lambda q, g=variant: g.ground(q, observation), targets,
-                              tallies, app, ocr_cold(variant.reader))  # fmt: skip
+                _run_grounder(
+                    label,
+                    lambda q, g=variant: g.ground(q, observation),
+                    targets,
+                    tallies,
+                    app,
+                    ocr_cold(variant.reader),
+                )
         for label, (model, replies) in _model_replies(observation, targets).items():
             with ScriptedModelServer(replies) as server:
                 settings = settings_from_env(
                     "openai_compatible", model, base_url=server.openai_base_url, environ={}
                 )
                 grounder = ModelGrounder(build_provider(settings, sleep=lambda s: None))
-                _run_grounder(f"model: {label}", lambda q, g=grounder: g.ground(q, observation),
-                              targets, tallies, app)  # fmt: skip
+                _run_grounder(
+                    f"model: {label}",
+                    lambda q, g=grounder: g.ground(q, observation),
+                    targets,
+                    tallies,
+                    app,
+                )
     finally:
         proc.terminate()
         try:
@@ -414,9 +480,16 @@ def main() -> int:
             args.backend.close()
     _print(tallies, wanted, notes)
     if args.json:
-        rows = [{"grounder": g, "app": a, "hits": t.hits, "total": t.total,
-                 "median_s": statistics.median(t.seconds) if t.seconds else None}
-                for (g, a), t in tallies.items()]  # fmt: skip
+        rows = [
+            {
+                "grounder": g,
+                "app": a,
+                "hits": t.hits,
+                "total": t.total,
+                "median_s": statistics.median(t.seconds) if t.seconds else None,
+            }
+            for (g, a), t in tallies.items()
+        ]
         args.json.write_text(json.dumps({"rows": rows, "apps": notes}, indent=2))
     return 0
 

@@ -52,8 +52,9 @@ def main() -> int:
         for workers in args.workers:
             results = Path(tmp) / f"results-{workers}"
             start = time.monotonic()
-            records = run_suite(RunOptions(suite=suite, results=results, policy="reference",
-                                           workers=workers))  # fmt: skip
+            records = run_suite(
+                RunOptions(suite=suite, results=results, policy="reference", workers=workers)
+            )
             seconds = time.monotonic() - start
             scores = [r["score"] for r in records if r.get("score") is not None]
             mean = sum(scores) / len(scores) if scores else float("nan")

@@ -83,8 +83,10 @@ def main() -> None:
             ("a11y", "a11y", ['agent.click("the 7 button")', 'agent.click("the AC button")']),
             ("ocr", "ocr", ['agent.click("the AC button")', 'agent.click("sqrt")']),
         ]
-        rows = {name: _session(name, mode, acts, backend, args.steps, Path(temp))
-                for name, mode, acts in sessions}  # fmt: skip
+        rows = {
+            name: _session(name, mode, acts, backend, args.steps, Path(temp))
+            for name, mode, acts in sessions
+        }
         backend.close()
     columns = sorted({key for row in rows.values() for key in row} - {"status"})
     print(f"median seconds per step, {args.steps}-step sessions, 1920x1080")

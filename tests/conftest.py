@@ -264,8 +264,12 @@ def atspi_texts(desktop: VirtualDesktop, app: str) -> list[dict[str, Any]]:
     the desktop's environment, because AT-SPI binds to one D-Bus session per process."""
     result = subprocess.run(
         [sys.executable, "-c", _ATSPI_TEXTS, app],
-        env=desktop.env, capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
+        env=desktop.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return json.loads(result.stdout)
 
 

@@ -37,10 +37,22 @@ from agent_s.desktop import ops
 P, Q = ops.Point(10, 20), ops.Point(300, 400)
 
 S3_ACTIONS = {
-    "click", "type", "scroll", "drag_and_drop", "highlight_text_span", "hotkey",
-    "hold_and_press", "open", "switch_applications", "set_cell_values", "save_to_knowledge",
-    "call_code_agent", "wait", "done", "fail",
-}  # fmt: skip
+    "click",
+    "type",
+    "scroll",
+    "drag_and_drop",
+    "highlight_text_span",
+    "hotkey",
+    "hold_and_press",
+    "open",
+    "switch_applications",
+    "set_cell_values",
+    "save_to_knowledge",
+    "call_code_agent",
+    "wait",
+    "done",
+    "fail",
+}
 
 
 def _error(model: type[ActionModel], **arguments: Any) -> str:
@@ -187,14 +199,30 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     edit, commit = [ops.Hotkey(("f2",))], [ops.Hotkey(("delete",)), ops.Hotkey(("enter",))]
     assert action.plan([]) == [
         ops.Activate("budget.ods"),
-        *goto("B3"), *edit, ops.TypeText("he"), *commit,
-        *goto("C1"), *edit, ops.TypeText("2.5"), *commit,
-        *goto("D1"), *edit, ops.TypeText("TRUE"), *commit,
-        *goto("E1"),
-        *goto("F1"), *edit, ops.TypeText("a"), ops.Hotkey(("ctrl", "enter")), ops.TypeText("b"),
+        *goto("B3"),
+        *edit,
+        ops.TypeText("he"),
         *commit,
-        *goto("G1"), *edit, ops.TypeText("-7"), *commit,
-    ]  # fmt: skip
+        *goto("C1"),
+        *edit,
+        ops.TypeText("2.5"),
+        *commit,
+        *goto("D1"),
+        *edit,
+        ops.TypeText("TRUE"),
+        *commit,
+        *goto("E1"),
+        *goto("F1"),
+        *edit,
+        ops.TypeText("a"),
+        ops.Hotkey(("ctrl", "enter")),
+        ops.TypeText("b"),
+        *commit,
+        *goto("G1"),
+        *edit,
+        ops.TypeText("-7"),
+        *commit,
+    ]
     plain = SetCellValuesAction(cell_values={"A1": False, "A2": ""}, app_name="Calc")
     assert plain.plan()[1:4] == [
         ops.Hotkey(("ctrl", "shift", "f5")),
@@ -212,10 +240,20 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
 
 @pytest.mark.parametrize(
     ("written", "canonical"),
-    [("Ctrl", "ctrl"), ("CONTROL", "ctrl"), ("Enter", "enter"), ("Return", "return"),
-     ("cmd", "command"), ("super", "win"), ("PgDown", "pagedown"), ("F5", "f5"), ("A", "a"),
-     ("/", "/"), ("arrowup", "up")],
-)  # fmt: skip
+    [
+        ("Ctrl", "ctrl"),
+        ("CONTROL", "ctrl"),
+        ("Enter", "enter"),
+        ("Return", "return"),
+        ("cmd", "command"),
+        ("super", "win"),
+        ("PgDown", "pagedown"),
+        ("F5", "f5"),
+        ("A", "a"),
+        ("/", "/"),
+        ("arrowup", "up"),
+    ],
+)
 def test_keys_are_normalised(written: str, canonical: str) -> None:
     assert HotkeyAction(keys=[written]).keys == (canonical,)
     assert ClickAction(element_description="x", hold_keys=[written]).hold_keys == (canonical,)
@@ -383,9 +421,12 @@ def test_json_schema_covers_every_action() -> None:
     click = schema["$defs"]["ClickAction"]
     assert click["additionalProperties"] is False
     assert click["properties"]["num_clicks"] == {
-        "default": 1, "description": "1 for a click, 2 for a double click", "maximum": 3,
-        "minimum": 1, "type": "integer",
-    }  # fmt: skip
+        "default": 1,
+        "description": "1 for a click, 2 for a double click",
+        "maximum": 3,
+        "minimum": 1,
+        "type": "integer",
+    }
     tools = action_tool_schemas()
     assert [tool["name"] for tool in tools] == list(ACTION_MODELS)
     for tool in tools:

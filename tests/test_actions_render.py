@@ -27,9 +27,14 @@ from agent_s.desktop import ops
 P, Q = ops.Point(10, 20), ops.Point(300, 400)
 MODULES = {"os", "shutil", "subprocess", "time", "pyautogui", "pyperclip"}
 ALLOWED_CALLS = {
-    "time.sleep", "subprocess.run", "subprocess.Popen", "shutil.which", "os.path.expanduser",
-    "os.path.exists", "pyperclip.copy",
-}  # fmt: skip
+    "time.sleep",
+    "subprocess.run",
+    "subprocess.Popen",
+    "shutil.which",
+    "os.path.expanduser",
+    "os.path.exists",
+    "pyperclip.copy",
+}
 ADVERSARIAL = [
     "'); import os; os.remove('x",
     '"""',
@@ -188,10 +193,32 @@ def string_constants(code: str) -> set[str]:
 
 
 TEMPLATE_STRINGS = {
-    "xdotool", "type", "--", "ctrl", "v", "xclip", "-selection", "clipboard", "utf-8", "win",
-    "enter", "tab", "wmctrl", "-a", "-x", "search", "--onlyvisible", "--name", "--class",
-    "windowactivate", "xdg-open", "left", "middle", "right", "-o",
-}  # fmt: skip
+    "xdotool",
+    "type",
+    "--",
+    "ctrl",
+    "v",
+    "xclip",
+    "-selection",
+    "clipboard",
+    "utf-8",
+    "win",
+    "enter",
+    "tab",
+    "wmctrl",
+    "-a",
+    "-x",
+    "search",
+    "--onlyvisible",
+    "--name",
+    "--class",
+    "windowactivate",
+    "xdg-open",
+    "left",
+    "middle",
+    "right",
+    "-o",
+}
 
 
 def _newlines(text: str) -> str:
@@ -227,9 +254,14 @@ def test_pyautogui_write_only_gets_characters_it_types_correctly() -> None:
             assert all(32 <= ord(c) < 127 and c != "<" for c in args[0])
     runs = list(text_runs("ab<<é\n\nx\ty"))
     assert runs == [
-        ("write", "ab"), ("xdotool", "<<"), ("paste", "é"), ("enter", "\n\n"), ("write", "x"),
-        ("tab", "\t"), ("write", "y"),
-    ]  # fmt: skip
+        ("write", "ab"),
+        ("xdotool", "<<"),
+        ("paste", "é"),
+        ("enter", "\n\n"),
+        ("write", "x"),
+        ("tab", "\t"),
+        ("write", "y"),
+    ]
 
 
 def test_typing_code_is_readable() -> None:
@@ -260,16 +292,18 @@ def test_typing_code_is_readable() -> None:
 
 
 def test_mouse_and_key_operations() -> None:
-    code = render([
-        ops.MoveTo(P),
-        ops.Click(Q, "right", 2, ("ctrl", "shift")),
-        ops.Drag(P, Q, "middle", ("alt",)),
-        ops.Scroll(P, -3),
-        ops.Scroll(Q, 4, horizontal=True),
-        ops.Hotkey(("ctrl", "a")),
-        ops.Hotkey(("f5",)),
-        ops.HoldAndPress(("shift",), ("down", "down")),
-    ])  # fmt: skip
+    code = render(
+        [
+            ops.MoveTo(P),
+            ops.Click(Q, "right", 2, ("ctrl", "shift")),
+            ops.Drag(P, Q, "middle", ("alt",)),
+            ops.Scroll(P, -3),
+            ops.Scroll(Q, 4, horizontal=True),
+            ops.Hotkey(("ctrl", "a")),
+            ops.Hotkey(("f5",)),
+            ops.HoldAndPress(("shift",), ("down", "down")),
+        ]
+    )
     assert code.splitlines() == [
         "import pyautogui",
         "pyautogui.moveTo(10, 20)",
@@ -319,9 +353,12 @@ def test_open_passes_the_name_as_one_literal(name: str) -> None:
     started = interpret(code, frozenset({name, "xclip"}))
     popen = [c for c in started.calls if c[0] == "subprocess.Popen"]
     assert popen == [
-        ("subprocess.Popen", ([name],),
-         {"start_new_session": True, "stdout": "DEVNULL", "stderr": "DEVNULL"}),
-    ]  # fmt: skip
+        (
+            "subprocess.Popen",
+            ([name],),
+            {"start_new_session": True, "stdout": "DEVNULL", "stderr": "DEVNULL"},
+        ),
+    ]
     assert string_constants(code) - TEMPLATE_STRINGS <= {name, *(r for _, r in text_runs(name))}
 
 
@@ -380,8 +417,12 @@ def test_a_sleep_plan_runs_without_a_display() -> None:
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-c", "import time; " + code],
-        env=env, capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - start >= 0.3
 
@@ -407,7 +448,11 @@ def test_set_cell_values_renders_name_box_navigation() -> None:
     trace = interpret(action.to_pyautogui(), frozenset({"wmctrl", "xclip"}))
     assert trace.calls[1] == ("subprocess.run", (["wmctrl", "-a", "budget.ods"],), {"check": False})
     assert trace.keys == [
-        ("ctrl", "shift", "f5"), ("delete",), ("f2",), ("delete",),
-        ("ctrl", "shift", "f5"), ("delete",),
-    ]  # fmt: skip
+        ("ctrl", "shift", "f5"),
+        ("delete",),
+        ("f2",),
+        ("delete",),
+        ("ctrl", "shift", "f5"),
+        ("delete",),
+    ]
     assert trace.typed == "$'Data'.A1\nÜnï <x>\n$'Data'.B2\n"

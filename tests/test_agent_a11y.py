@@ -24,8 +24,15 @@ EDITOR = WindowInfo(1, "notes.txt - Editor", "Editor", 100, 0, 0, 800, 600, acti
 OTHER = WindowInfo(2, "Terminal", "Terminal", 200, 820, 0, 400, 600)
 
 
-def element(name: str, role: str = "push button", x: int = 10, y: int = 10, *, pid: int = 100,
-            description: str = "") -> Element:  # fmt: skip
+def element(
+    name: str,
+    role: str = "push button",
+    x: int = 10,
+    y: int = 10,
+    *,
+    pid: int = 100,
+    description: str = "",
+) -> Element:
     return Element(name, role, description, Box(x, y, 40, 20), pid, "editor", "notes.txt")
 
 
@@ -46,8 +53,11 @@ def test_the_outline_lists_only_the_active_windows_named_elements_once() -> None
     ]
     lines, total = window_outline(elements, observation())
     assert total == 4
-    assert lines[:3] == ['- push button "Save" (Save the document)', '- menu "File"',
-                         '- menu item "Save"']  # fmt: skip
+    assert lines[:3] == [
+        '- push button "Save" (Save the document)',
+        '- menu "File"',
+        '- menu item "Save"',
+    ]
     assert lines[3].startswith('- paragraph "Line 1 of the text Line 1')
     assert lines[3].endswith('…"')
     assert len(lines[3]) == len('- paragraph ""') + 80

@@ -94,9 +94,24 @@ def test_galculator_computes_and_the_display_is_copied(apps: Any, x11: Any, tmp_
 
 def test_xterm_command_with_a_verifying_check(apps: Any, x11: Any, tmp_path: Path) -> None:
     out = tmp_path / "listing.txt"
-    apps(["xterm", "-fa", "DejaVu Sans Mono", "-fs", "12", "-geometry", "80x12+100+100",
-          "-title", "agent-xterm", "-e", "sh", "-c", "echo READY TO WORK; exec sh"],
-         window="agent-xterm")  # fmt: skip
+    apps(
+        [
+            "xterm",
+            "-fa",
+            "DejaVu Sans Mono",
+            "-fs",
+            "12",
+            "-geometry",
+            "80x12+100+100",
+            "-title",
+            "agent-xterm",
+            "-e",
+            "sh",
+            "-c",
+            "echo READY TO WORK; exec sh",
+        ],
+        window="agent-xterm",
+    )
     x11.activate("agent-xterm")
     script = [
         reply(act('agent.click("READY TO WORK")')),  # no accessibility tree: OCR answers

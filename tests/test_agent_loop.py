@@ -75,8 +75,9 @@ def test_a_task_done_in_three_steps_executes_each_action_once(tmp_path: Path) ->
     first = loaded.steps[0]
     assert first.grounding[0].grounder == "native"
     assert first.grounding[0].point == (640, 400)
-    assert first.executed == ({"op": "Click", "at": {"x": 640, "y": 400}, "button": "left",
-                               "clicks": 1, "hold_keys": []},)  # fmt: skip
+    assert first.executed == (
+        {"op": "Click", "at": {"x": 640, "y": 400}, "button": "left", "clicks": 1, "hold_keys": []},
+    )
     assert first.calls[0].input_tokens == 1000
     assert "click" in first.reply
     assert (result.trajectory_dir / first.screenshot).stat().st_size > 0
@@ -115,8 +116,11 @@ def test_bad_replies_go_back_with_the_error_then_the_run_fails_typed(tmp_path: P
 
 
 def test_a_bad_reply_then_a_good_one_is_one_step(tmp_path: Path) -> None:
-    script = [reply("no action here"), reply(act('agent.hotkey(["ctrl", "s"])')),
-              reply(act("agent.done()"))]  # fmt: skip
+    script = [
+        reply("no action here"),
+        reply(act('agent.hotkey(["ctrl", "s"])')),
+        reply(act("agent.done()")),
+    ]
     backend = RecordingBackend(screens(2))
     with ScriptedModelServer(script) as server:
         result = make_agent(server, backend, tmp_path).run("Save")
@@ -144,9 +148,11 @@ def test_provider_down_ends_with_error_and_a_clear_message(tmp_path: Path) -> No
         port = probe.getsockname()[1]
     model = ModelConfig("openai-compatible", "m", f"http://127.0.0.1:{port}/v1", KEY)
     agent = Agent(
-        model, settings=AgentConfig(record_dir=tmp_path, retry_attempts=1),
-        grounding=GroundingConfig("native"), backend=RecordingBackend(screens(1)),
-    )  # fmt: skip
+        model,
+        settings=AgentConfig(record_dir=tmp_path, retry_attempts=1),
+        grounding=GroundingConfig("native"),
+        backend=RecordingBackend(screens(1)),
+    )
     result = agent.run("Anything")
     assert result.status is RunStatus.ERROR
     assert result.cause == "model_error"

@@ -32,16 +32,22 @@ def act(code: str) -> str:
 
 
 def hidpi_screens(n: int) -> list[Screenshot]:
-    return [Screenshot(Image.new("RGB", (2560, 1600), (40, 50, 60 + i)), scale=2.0)
-            for i in range(n)]  # fmt: skip
+    return [
+        Screenshot(Image.new("RGB", (2560, 1600), (40, 50, 60 + i)), scale=2.0) for i in range(n)
+    ]
 
 
 def native_agent(server: ScriptedModelServer, backend: RecordingBackend, tmp_path: Path) -> Agent:
     model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
     profiles = ProfileRegistry([("scripted-model", {"max_image_long_side": 1024})])
     config = AgentConfig(settle_seconds=0, record_dir=tmp_path, retry_attempts=1)
-    return Agent(model, settings=config, grounding=GroundingConfig("native"), backend=backend,
-                 profiles=profiles)  # fmt: skip
+    return Agent(
+        model,
+        settings=config,
+        grounding=GroundingConfig("native"),
+        backend=backend,
+        profiles=profiles,
+    )
 
 
 def system_text(request: Any) -> str:
@@ -94,8 +100,12 @@ def test_described_grounding_keeps_the_no_coordinates_prompt(tmp_path: Path) -> 
     backend = RecordingBackend([Image.new("RGB", (1280, 800))])
     with ScriptedModelServer(model_script) as server:
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        agent = Agent(model, settings=AgentConfig(settle_seconds=0), backend=backend,
-                      grounding=GroundingConfig("ocr"))  # fmt: skip
+        agent = Agent(
+            model,
+            settings=AgentConfig(settle_seconds=0),
+            backend=backend,
+            grounding=GroundingConfig("ocr"),
+        )
         assert agent.run("Nothing to do").status is RunStatus.SUCCEEDED
     system = system_text(server.requests[0])
     assert "Never write coordinates yourself" in system
@@ -105,9 +115,11 @@ def test_described_grounding_keeps_the_no_coordinates_prompt(tmp_path: Path) -> 
 def test_the_prompt_follows_the_image_size_when_the_screen_changes(tmp_path: Path) -> None:
     # The screen switches to HiDPI mid-task: the default profile then sends 1920x1200, not
     # 1280x800, and the system prompt must say so, or the model's pixels would land off.
-    shots = [Screenshot(Image.new("RGB", (1280, 800))),
-             Screenshot(Image.new("RGB", (2560, 1600)), scale=2.0),
-             Screenshot(Image.new("RGB", (2560, 1600), "white"), scale=2.0)]  # fmt: skip
+    shots = [
+        Screenshot(Image.new("RGB", (1280, 800))),
+        Screenshot(Image.new("RGB", (2560, 1600)), scale=2.0),
+        Screenshot(Image.new("RGB", (2560, 1600), "white"), scale=2.0),
+    ]
     script = [
         reply(act('agent.click("the OK button (640, 400)")')),
         # 960.5 * 4/3 = 1280.7 -> pixel 1280 -> screen 640; 600.5 * 4/3 = 800.7 -> 800 -> 400
@@ -121,8 +133,9 @@ def test_the_prompt_follows_the_image_size_when_the_screen_changes(tmp_path: Pat
         agent = Agent(model, settings=config, grounding=GroundingConfig("native"), backend=backend)
         assert agent.run("Press OK twice").status is RunStatus.SUCCEEDED
     assert backend.ops == [Click(Point(640, 400)), Click(Point(640, 400))]
-    sizes = [system_text(r).split("Every screenshot you are sent is ")[1][:9]
-             for r in server.requests]  # fmt: skip
+    sizes = [
+        system_text(r).split("Every screenshot you are sent is ")[1][:9] for r in server.requests
+    ]
     assert sizes == ["1280x800 ", "1920x1200", "1920x1200"]
 
 
@@ -141,8 +154,13 @@ def test_a_native_click_lands_on_the_real_desktop(probe: Any, x11: Any, tmp_path
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
         profiles = ProfileRegistry([("scripted-model", {"max_image_long_side": 640})])
         config = AgentConfig(settle_seconds=0.2, record_dir=tmp_path, retry_attempts=1)
-        agent = Agent(model, settings=config, grounding=GroundingConfig("native"), backend=x11,
-                      profiles=profiles)  # fmt: skip
+        agent = Agent(
+            model,
+            settings=config,
+            grounding=GroundingConfig("native"),
+            backend=x11,
+            profiles=profiles,
+        )
         result = agent.run("Click the probe area")
     assert result.status is RunStatus.SUCCEEDED, result
     assert "Every screenshot you are sent is 640x400 pixels" in system_text(server.requests[0])

@@ -30,26 +30,46 @@ def _page(name: str) -> str:
 
 
 def _task(expected: list[str]) -> Task:
-    return Task.from_json({
-        "id": "chrome-local-tabs", "instruction": "Keep the two pages open.",
-        "related_apps": ["chrome"],
-        "config": [
-            {"type": "launch", "parameters": {"command": ["google-chrome",
-                                                          "--remote-debugging-port=1337"]}},
-            {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222,fork",
-                                                          "tcp:localhost:1337"]}},
-            {"type": "chrome_open_tabs",
-             "parameters": {"urls_to_open": [_page("alpha"), _page("beta"), _page("gamma")]}},
-            {"type": "chrome_close_tabs", "parameters": {"urls_to_close": [_page("gamma")]}},
-        ],
-        "evaluator": {"func": "is_expected_tabs", "result": {"type": "open_tabs_info"},
-                      "expected": {"type": "rule", "rules": {"type": "url", "urls": expected}}},
-    }, domain="chrome")  # fmt: skip
+    return Task.from_json(
+        {
+            "id": "chrome-local-tabs",
+            "instruction": "Keep the two pages open.",
+            "related_apps": ["chrome"],
+            "config": [
+                {
+                    "type": "launch",
+                    "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]},
+                },
+                {
+                    "type": "launch",
+                    "parameters": {
+                        "command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]
+                    },
+                },
+                {
+                    "type": "chrome_open_tabs",
+                    "parameters": {"urls_to_open": [_page("alpha"), _page("beta"), _page("gamma")]},
+                },
+                {"type": "chrome_close_tabs", "parameters": {"urls_to_close": [_page("gamma")]}},
+            ],
+            "evaluator": {
+                "func": "is_expected_tabs",
+                "result": {"type": "open_tabs_info"},
+                "expected": {"type": "rule", "rules": {"type": "url", "urls": expected}},
+            },
+        },
+        domain="chrome",
+    )
 
 
 def test_chromium_argv_takes_its_own_port_and_profile(tmp_path: Path) -> None:
-    task_argv = ["chromium", "--no-sandbox", "--remote-debugging-port=1337",
-                 "--user-data-dir=/home/user/x", "https://a.com"]  # fmt: skip
+    task_argv = [
+        "chromium",
+        "--no-sandbox",
+        "--remote-debugging-port=1337",
+        "--user-data-dir=/home/user/x",
+        "https://a.com",
+    ]
     argv = chromium_argv(task_argv, 4242, tmp_path)
     assert argv[0] == "chromium"
     assert "--remote-debugging-port=4242" in argv
@@ -66,13 +86,23 @@ def test_chromium_argv_takes_its_own_port_and_profile(tmp_path: Path) -> None:
 def test_check_treats_chrome_steps_as_setup_and_web_pages_as_web() -> None:
     local = _task([_page("alpha")])
     assert [r for r in classify(local, which=lambda _: "/usr/bin/x")] == []
-    web = Task.from_json({
-        "id": "w", "instruction": "x",
-        "config": [{"type": "chrome_open_tabs",
-                    "parameters": {"urls_to_open": ["https://www.delta.com/"]}}],
-        "evaluator": {"func": "is_expected_tabs", "result": {"type": "open_tabs_info"},
-                      "expected": {"type": "rule", "rules": {"type": "url", "urls": []}}},
-    })  # fmt: skip
+    web = Task.from_json(
+        {
+            "id": "w",
+            "instruction": "x",
+            "config": [
+                {
+                    "type": "chrome_open_tabs",
+                    "parameters": {"urls_to_open": ["https://www.delta.com/"]},
+                }
+            ],
+            "evaluator": {
+                "func": "is_expected_tabs",
+                "result": {"type": "open_tabs_info"},
+                "expected": {"type": "rule", "rules": {"type": "url", "urls": []}},
+            },
+        }
+    )
     reasons = classify(web, which=lambda _: "/usr/bin/x")
     assert [r.category for r in reasons] == ["web"]
     assert "open_tabs_info" in GETTERS
@@ -90,8 +120,12 @@ def test_chrome_steps_open_and_close_tabs_over_devtools(
         node = f"{Path(__file__).resolve()}::{request.node.name}"
         alone = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
-            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert alone.returncode == 0, alone.stdout[-4000:] + alone.stderr[-2000:]
         assert "1 passed" in alone.stdout
         return
@@ -149,11 +183,16 @@ def test_chrome_steps_open_and_close_tabs_over_devtools(
         assert evaluate(expected_here, "DONE", ctx, env.run_steps).value == 1.0
         assert evaluate(expected_here, "FAIL", ctx, env.run_steps).value == 0.0
         # OSWorld's "pkill chrome" ends this desktop's browser only
-        env.run_steps(Task.from_json({
-            "id": "k", "instruction": "k",
-            "config": [{"type": "launch", "parameters": {"command": ["pkill", "chrome"]}}],
-            "evaluator": {"func": "infeasible"},
-        }).config)  # fmt: skip
+        env.run_steps(
+            Task.from_json(
+                {
+                    "id": "k",
+                    "instruction": "k",
+                    "config": [{"type": "launch", "parameters": {"command": ["pkill", "chrome"]}}],
+                    "evaluator": {"func": "infeasible"},
+                }
+            ).config
+        )
         deadline = time.monotonic() + 10
         while DevTools(env.chrome_port).ready() and time.monotonic() < deadline:
             time.sleep(0.2)

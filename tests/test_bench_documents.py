@@ -31,10 +31,17 @@ from agent_s.bench.metrics.images import compare_images, ssim
 from agent_s.bench.metrics.slides import compare_pptx_files
 
 NEW_METRICS = (
-    "compare_pptx_files", "compare_docx_files", "compare_pdfs", "compare_images",
-    "is_extension_installed", "is_expected_tabs", "is_expected_active_tab",
-    "check_config_status", "compare_docx_tables", "check_thunderbird_prefs",
-)  # fmt: skip
+    "compare_pptx_files",
+    "compare_docx_files",
+    "compare_pdfs",
+    "compare_images",
+    "is_extension_installed",
+    "is_expected_tabs",
+    "is_expected_active_tab",
+    "check_config_status",
+    "compare_docx_tables",
+    "check_thunderbird_prefs",
+)
 
 
 def test_new_metrics_are_registered() -> None:
@@ -46,9 +53,18 @@ def test_new_metrics_are_registered() -> None:
 # -- presentations ----------------------------------------------------------------------------
 
 
-def _pptx(path: Path, *, title: str = "Hello", color: str = "FF0000", bold: bool = False,
-          picture_cm: float | None = None, image: Path | None = None, note: str = "",
-          top_cm: float = 2.0, height_cm: float = 2.0) -> str:  # fmt: skip
+def _pptx(
+    path: Path,
+    *,
+    title: str = "Hello",
+    color: str = "FF0000",
+    bold: bool = False,
+    picture_cm: float | None = None,
+    image: Path | None = None,
+    note: str = "",
+    top_cm: float = 2.0,
+    height_cm: float = 2.0,
+) -> str:
     prs = Presentation()
     slide = prs.slides.add_slide(prs.slide_layouts[6])  # blank
     box = slide.shapes.add_textbox(Cm(2), Cm(top_cm), Cm(10), Cm(height_cm))
@@ -139,12 +155,14 @@ def test_compare_pptx_files_modify_height_needs_shape_off(tmp_path: Path) -> Non
     wider = tmp_path / "wider.pptx"
     prs.save(str(wider))
     assert compare_pptx_files(str(wider), gold, examine_modify_height=True) == 0.0
-    assert compare_pptx_files(str(wider), gold, examine_modify_height=True,
-                              examine_shape=False) == 1.0  # fmt: skip
+    assert (
+        compare_pptx_files(str(wider), gold, examine_modify_height=True, examine_shape=False) == 1.0
+    )
     prs.slides[0].shapes[1].height = Cm(1)
     prs.save(str(wider))
-    assert compare_pptx_files(str(wider), gold, examine_modify_height=True,
-                              examine_shape=False) == 0.0  # fmt: skip
+    assert (
+        compare_pptx_files(str(wider), gold, examine_modify_height=True, examine_shape=False) == 0.0
+    )
 
 
 # -- Word and PDF -----------------------------------------------------------------------------
@@ -165,8 +183,9 @@ def _docx(path: Path, paragraphs: list[str], table: list[list[str]] | None = Non
 
 def test_compare_docx_files_options(tmp_path: Path) -> None:
     gold = _docx(tmp_path / "gold.docx", ["Hello  world", "Second line"])
-    assert compare_docx_files(_docx(tmp_path / "a.docx", ["Hello  world", "Second line"]),
-                              gold) == 1.0  # fmt: skip
+    assert (
+        compare_docx_files(_docx(tmp_path / "a.docx", ["Hello  world", "Second line"]), gold) == 1.0
+    )
     spaced = _docx(tmp_path / "b.docx", ["Hello world", "Second   line"])
     assert compare_docx_files(spaced, gold) == 1.0  # blanks ignored by default
     assert compare_docx_files(spaced, gold, ignore_blanks=False) == 0.0
@@ -189,10 +208,14 @@ def test_compare_docx_files_options(tmp_path: Path) -> None:
 
 def test_compare_docx_tables(tmp_path: Path) -> None:
     gold = _docx(tmp_path / "gold.docx", ["t"], [["a", "b"], ["1", "2"]])
-    assert compare_docx_tables(_docx(tmp_path / "s.docx", ["x"], [["a", "b"], ["1", " 2 "]]),
-                               gold) == 1.0  # fmt: skip
-    assert compare_docx_tables(_docx(tmp_path / "v.docx", ["t"], [["a", "b"], ["1", "3"]]),
-                               gold) == 0.0  # fmt: skip
+    assert (
+        compare_docx_tables(_docx(tmp_path / "s.docx", ["x"], [["a", "b"], ["1", " 2 "]]), gold)
+        == 1.0
+    )
+    assert (
+        compare_docx_tables(_docx(tmp_path / "v.docx", ["t"], [["a", "b"], ["1", "3"]]), gold)
+        == 0.0
+    )
     assert compare_docx_tables(_docx(tmp_path / "r.docx", ["t"], [["a", "b"]]), gold) == 0.0
     assert compare_docx_tables(_docx(tmp_path / "n.docx", ["t"]), gold) == 0.0
 
@@ -220,7 +243,9 @@ def _pdf(path: Path, pages: list[str]) -> str:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)  # fmt: skip
+        len(objects) + 1,
+        xref,
+    )
     path.write_bytes(bytes(out))
     return str(path)
 
@@ -234,7 +259,8 @@ def test_compare_pdfs(tmp_path: Path) -> None:
     other = _pdf(tmp_path / "other.pdf", ["Quarterly report", "Revenue fell"])
     assert 0.5 < compare_pdfs(other, gold) < 1.0
     assert compare_pdfs([same, other], [gold, gold]) == pytest.approx(
-        (1.0 + compare_pdfs(other, gold)) / 2)  # fmt: skip
+        (1.0 + compare_pdfs(other, gold)) / 2
+    )
     not_pdf = tmp_path / "x.pdf"
     not_pdf.write_text("hello", encoding="utf-8")
     assert compare_pdfs(str(not_pdf), gold) == 0.0
@@ -276,8 +302,10 @@ def test_compare_images(tmp_path: Path) -> None:
     Image.open(gold).resize((128, 96), Image.Resampling.NEAREST).save(big)
     assert compare_images(str(big), gold) > 0.9
     # reference_base_result: what the unedited file scores; less than base + 0.01 gives 0
-    assert compare_images(_picture(tmp_path / "m.png", box=20), gold,
-                          reference_base_result=moved) == 0.0  # fmt: skip
+    assert (
+        compare_images(_picture(tmp_path / "m.png", box=20), gold, reference_base_result=moved)
+        == 0.0
+    )
     scaled = compare_images(gold, gold, reference_base_result=0.5)
     assert scaled == pytest.approx(1.0)
     assert compare_images(None, gold) == 0.0
@@ -310,8 +338,10 @@ def test_compare_urls_normalisation() -> None:
 
 def test_is_expected_tabs() -> None:
     rule = {"type": "url", "urls": ["https://www.lonelyplanet.com", "https://www.airbnb.com"]}
-    tabs = [{"title": "Airbnb", "url": "https://www.airbnb.com/"},
-            {"title": "Lonely Planet", "url": "https://www.lonelyplanet.com/"}]  # fmt: skip
+    tabs = [
+        {"title": "Airbnb", "url": "https://www.airbnb.com/"},
+        {"title": "Lonely Planet", "url": "https://www.lonelyplanet.com/"},
+    ]
     assert is_expected_tabs(tabs, rule) == 1.0
     assert is_expected_tabs(tabs[:1], rule) == 0.0
     extra = [*tabs, {"title": "x", "url": "https://example.com"}]
@@ -329,8 +359,10 @@ def test_is_expected_active_tab() -> None:
 
 def test_check_config_status(tmp_path: Path) -> None:
     gimprc = tmp_path / "gimprc"
-    gimprc.write_text('# GIMP gimprc\n\n(theme "Light")\n(undo-levels 100)\n'
-                      '(default-grid (spacing 10 10))\n', encoding="utf-8")  # fmt: skip
+    gimprc.write_text(
+        '# GIMP gimprc\n\n(theme "Light")\n(undo-levels 100)\n(default-grid (spacing 10 10))\n',
+        encoding="utf-8",
+    )
     assert check_config_status(str(gimprc), {"key": "theme", "value": '"Light"'}) == 1.0
     assert check_config_status(str(gimprc), {"key": "theme", "value": '"Dark"'}) == 0.0
     assert check_config_status(str(gimprc), {"key": "undo-levels", "value": "100"}) == 1.0
@@ -350,12 +382,18 @@ def test_check_thunderbird_prefs(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     path = str(prefs)
-    expect = {"mail.server.default.applyIncomingFilters": {"method": "eq", "ref": True},
-              "mail.imap.use_status_for_biff": {"method": "eq", "ref": False}}  # fmt: skip
+    expect = {
+        "mail.server.default.applyIncomingFilters": {"method": "eq", "ref": True},
+        "mail.imap.use_status_for_biff": {"method": "eq", "ref": False},
+    }
     unexpect = {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": False}}
     assert check_thunderbird_prefs(path, {"expect": expect, "unexpect": unexpect}) == 1.0
-    assert check_thunderbird_prefs(path, {"expect": {"extensions.activeThemeID":
-                                   {"method": "re", "ref": "dark"}}}) == 1.0  # fmt: skip
+    assert (
+        check_thunderbird_prefs(
+            path, {"expect": {"extensions.activeThemeID": {"method": "re", "ref": "dark"}}}
+        )
+        == 1.0
+    )
     sig = {"mail.identity.id1.htmlSigText": {"method": "re.S", "ref": "Anonym\\nXYZ Lab"}}
     assert check_thunderbird_prefs(path, {"expect": sig}) == 1.0
     unset = {"mail.not.set": {"method": "eq", "ref": True}}

@@ -67,8 +67,9 @@ def test_check_direct_json_object_expect_in_result() -> None:
     assert check_direct_json_object({"tags": ["z", "y"], "name": "hello"}, rules) == 1.0
     assert check_direct_json_object({"tags": ["z"], "name": "hello"}, rules) == 0.0
     assert check_direct_json_object({"tags": ["x"], "name": "nope"}, rules) == 0.0
-    assert check_direct_json_object({"n": 1}, {"expect_in_result": True,
-                                               "expected": {"n": 1}}) == 0.0  # fmt: skip
+    assert (
+        check_direct_json_object({"n": 1}, {"expect_in_result": True, "expected": {"n": 1}}) == 0.0
+    )
 
 
 def test_compare_text_file_options(tmp_path: Path) -> None:
@@ -151,10 +152,18 @@ def test_match_value_to_rule_methods() -> None:
 
 
 def _book(
-    path: Path, rows: list[list[object]], *, title: str = "Sheet1", bold_a1: bool = False,
-    fill: str | None = None, freeze: str | None = None, zoom: int | None = None,
-    chart: bool = False, validation: bool = False, merge: str | None = None,
-) -> str:  # fmt: skip
+    path: Path,
+    rows: list[list[object]],
+    *,
+    title: str = "Sheet1",
+    bold_a1: bool = False,
+    fill: str | None = None,
+    freeze: str | None = None,
+    zoom: int | None = None,
+    chart: bool = False,
+    validation: bool = False,
+    merge: str | None = None,
+) -> str:
     wb = Workbook()
     ws = wb.active
     ws.title = title
@@ -214,15 +223,29 @@ def test_compare_table_check_cell_value_style_merge(tmp_path: Path) -> None:
     assert read_cell_value(path, "Sheet1", "B2") == 1.23456
     assert read_cell_value(path, "Sheet1", "A1") == "name"
     assert read_cell_value(path, "Sheet1", "Z9") is None
-    cell = {"type": "check_cell", "sheet_idx": 0, "coordinate": "B2",
-            "props": {"value": {"method": "approx:0.001", "ref": 1.2345},
-                      "bgcolor": {"method": "eq", "ref": "FFFF0000"}}}  # fmt: skip
+    cell = {
+        "type": "check_cell",
+        "sheet_idx": 0,
+        "coordinate": "B2",
+        "props": {
+            "value": {"method": "approx:0.001", "ref": 1.2345},
+            "bgcolor": {"method": "eq", "ref": "FFFF0000"},
+        },
+    }
     assert compare_table(path, rules=[cell]) == 1.0
-    bold = {"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
-            "props": {"font_bold": {"method": "eq", "ref": True}}}  # fmt: skip
+    bold = {
+        "type": "check_cell",
+        "sheet_idx": 0,
+        "coordinate": "A1",
+        "props": {"font_bold": {"method": "eq", "ref": True}},
+    }
     assert compare_table(path, rules=[bold]) == 1.0
-    merged = {"type": "check_cell", "sheet_idx": 0, "coordinate": "E1",
-              "props": {"merge": {"method": "eq", "ref": True}}}  # fmt: skip
+    merged = {
+        "type": "check_cell",
+        "sheet_idx": 0,
+        "coordinate": "E1",
+        "props": {"merge": {"method": "eq", "ref": True}},
+    }
     assert compare_table(path, rules=[merged]) == 1.0
     wrong = {**cell, "props": {"value": {"method": "eq", "ref": 5.0}}}
     assert compare_table(path, rules=[wrong]) == 0.0
@@ -241,11 +264,15 @@ def test_compare_table_sheet_print_reads_csv_exports(tmp_path: Path) -> None:
 def test_compare_table_sheet_fuzzy(tmp_path: Path) -> None:
     result = _book(tmp_path / "r.xlsx", [["Hello World "], ["x-1"]])
     expected = _book(tmp_path / "e.xlsx", [["hello world"], ["x1"]])
-    fuzzy = {"type": "sheet_fuzzy", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
-             "rules": [{"range": ["A1:A1"], "type": "exact_match", "ignore_case": True,
-                        "trim_trailings": " "},
-                       {"range": ["A2:A2"], "type": "exact_match",
-                        "ignore_chars": "-"}]}  # fmt: skip
+    fuzzy = {
+        "type": "sheet_fuzzy",
+        "sheet_idx0": "RNSheet1",
+        "sheet_idx1": "ENSheet1",
+        "rules": [
+            {"range": ["A1:A1"], "type": "exact_match", "ignore_case": True, "trim_trailings": " "},
+            {"range": ["A2:A2"], "type": "exact_match", "ignore_chars": "-"},
+        ],
+    }
     assert compare_table(result, expected, rules=[fuzzy]) == 1.0
     strict = {**fuzzy, "rules": [{"range": ["A1:A1"], "type": "exact_match"}]}
     assert compare_table(result, expected, rules=[strict]) == 0.0
@@ -256,8 +283,9 @@ def test_compare_table_sheet_fuzzy(tmp_path: Path) -> None:
 
 
 def test_compare_table_freeze_zoom_validation_chart_style(tmp_path: Path) -> None:
-    result = _book(tmp_path / "r.xlsx", ROWS, freeze="B2", zoom=150, chart=True, validation=True,
-                   bold_a1=True)  # fmt: skip
+    result = _book(
+        tmp_path / "r.xlsx", ROWS, freeze="B2", zoom=150, chart=True, validation=True, bold_a1=True
+    )
     plain = _book(tmp_path / "p.xlsx", ROWS)
     same = _book(tmp_path / "s.xlsx", ROWS, freeze="B2", chart=True, bold_a1=True)
     freeze = {"type": "freeze", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
@@ -266,17 +294,32 @@ def test_compare_table_freeze_zoom_validation_chart_style(tmp_path: Path) -> Non
     zoom = {"type": "zoom", "sheet_idx": 0, "method": "ge", "ref": 140}
     assert compare_table(result, rules=[zoom]) == 1.0
     assert compare_table(plain, rules=[zoom]) == 0.0
-    dv = {"type": "data_validation", "sheet_idx": 0,
-          "dv_props": [{"type": {"method": "eq", "ref": "list"},
-                        "formula1": {"method": "eq", "ref": '"Yes,No"'}}]}  # fmt: skip
+    dv = {
+        "type": "data_validation",
+        "sheet_idx": 0,
+        "dv_props": [
+            {
+                "type": {"method": "eq", "ref": "list"},
+                "formula1": {"method": "eq", "ref": '"Yes,No"'},
+            }
+        ],
+    }
     assert compare_table(result, rules=[dv]) == 1.0
     assert compare_table(plain, rules=[dv]) == 0.0
-    chart = {"type": "chart", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
-             "chart_props": ["type"]}  # fmt: skip
+    chart = {
+        "type": "chart",
+        "sheet_idx0": "RNSheet1",
+        "sheet_idx1": "ENSheet1",
+        "chart_props": ["type"],
+    }
     assert compare_table(result, same, rules=[chart]) == 1.0
     assert compare_table(result, plain, rules=[chart]) == 0.0
-    style = {"type": "style", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
-             "props": ["font_bold"]}  # fmt: skip
+    style = {
+        "type": "style",
+        "sheet_idx0": "RNSheet1",
+        "sheet_idx1": "ENSheet1",
+        "props": ["font_bold"],
+    }
     assert compare_table(result, same, rules=[style]) == 1.0
     assert compare_table(result, plain, rules=[style]) == 0.0
     with pytest.raises(NotImplementedError):
@@ -292,7 +335,13 @@ def test_registry_and_call_convention(tmp_path: Path) -> None:
     zoom = {"type": "zoom", "sheet_idx": 0, "method": "eq", "ref": 150}
     assert call_metric("compare_table", path, None, {"rules": [zoom]}) == 1.0
     assert set(METRICS) >= {
-        "compare_table", "check_include_exclude", "check_direct_json_object", "exact_match",
-        "is_expected_url_pattern_match", "check_list", "check_json_settings",
-        "compare_text_file", "compare_csv",
+        "compare_table",
+        "check_include_exclude",
+        "check_direct_json_object",
+        "exact_match",
+        "is_expected_url_pattern_match",
+        "check_list",
+        "check_json_settings",
+        "compare_text_file",
+        "compare_csv",
     }

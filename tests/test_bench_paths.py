@@ -23,8 +23,9 @@ def test_relative_suite_and_results_folders(
     shutil.copytree(load_suite("smoke").root, tmp_path / "suite")
     monkeypatch.chdir(tmp_path)
     suite = load_suite("suite")
-    options = RunOptions(suite=suite, results=Path("res"), policy="reference",
-                         domains=("text_editor",))  # fmt: skip
+    options = RunOptions(
+        suite=suite, results=Path("res"), policy="reference", domains=("text_editor",)
+    )
     records = run_suite(options)
     assert records
     assert all(r["status"] == "succeeded" and r["score"] == 1.0 for r in records), records

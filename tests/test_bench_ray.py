@@ -53,12 +53,22 @@ def ray_address() -> Iterator[str]:
         pytest.skip("the ray command is not installed next to this Python")
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
-    argv = [str(RAY), "start", "--head", "--block", f"--node-ip-address={HOST}",
-            f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-            "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
+    argv = [
+        str(RAY),
+        "start",
+        "--head",
+        "--block",
+        f"--node-ip-address={HOST}",
+        f"--port={port}",
+        "--num-cpus=2",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp}",
+    ]
     log = open(temp / "head.log", "wb")  # noqa: SIM115  (closed below)
-    head = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    head = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 60
         while not _listening(port):
@@ -100,8 +110,15 @@ def test_run_options_check_the_backend(tmp_path: Path) -> None:
 def test_reference_run_on_a_local_ray_cluster(tmp_path: Path, ray_address: str) -> None:
     suite = load_suite("smoke")
     results = tmp_path / "results"
-    options = RunOptions(suite=suite, results=results, policy="reference", workers=2,
-                         domains=("os",), backend="ray", address=ray_address)  # fmt: skip
+    options = RunOptions(
+        suite=suite,
+        results=results,
+        policy="reference",
+        workers=2,
+        domains=("os",),
+        backend="ray",
+        address=ray_address,
+    )
     records = run_suite(options)
     tasks = list(suite.tasks(["os"]))
     assert [r["task_id"] for r in records] == [t.id for t in tasks]
@@ -124,11 +141,25 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path) -> None
     closed = f"{HOST}:{_free_port()}"  # nothing listens there
     started = time.monotonic()
     result = subprocess.run(
-        [str(Path(sys.executable).with_name("agent-s")), "bench", "run", "smoke",
-         "--policy", "reference", "--backend", "ray", "--address", closed,
-         "--results", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            str(Path(sys.executable).with_name("agent-s")),
+            "bench",
+            "run",
+            "smoke",
+            "--policy",
+            "reference",
+            "--backend",
+            "ray",
+            "--address",
+            closed,
+            "--results",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"no Ray cluster answers at {closed}" in result.stderr
     assert "Traceback" not in result.stderr

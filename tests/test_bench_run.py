@@ -22,14 +22,32 @@ pytestmark = [
     pytest.mark.desktop,
     pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
 ]
-TRAJ_FIELDS = {"step_num", "action_timestamp", "action", "response", "reward", "done", "info",
-               "screenshot_file"}  # fmt: skip
+TRAJ_FIELDS = {
+    "step_num",
+    "action_timestamp",
+    "action",
+    "response",
+    "reward",
+    "done",
+    "info",
+    "screenshot_file",
+}
 
 
 def test_reference_policy_scores_one_everywhere_then_resumes(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    argv = ["bench", "run", "smoke", "--policy", "reference", "--workers", "2",
-            "--results", str(results), "--json"]  # fmt: skip
+    argv = [
+        "bench",
+        "run",
+        "smoke",
+        "--policy",
+        "reference",
+        "--workers",
+        "2",
+        "--results",
+        str(results),
+        "--json",
+    ]
     first = CliRunner().invoke(app, argv)
     assert first.exit_code == 0, first.output
     records = json.loads(first.stdout)["records"]
@@ -95,16 +113,37 @@ def test_agent_policy_with_a_scripted_model(tmp_path: Path) -> None:
 
     task = next(t for t in load_suite("smoke").tasks(["os"]) if "notes.txt" in t.instruction)
     script = [
-        reply("I type the command.\n```python\n"
-              "agent.type(text=\"echo 'hello bench' > ~/notes.txt\", enter=True)\n```",
-              input_tokens=1000, output_tokens=20),  # fmt: skip
+        reply(
+            "I type the command.\n```python\n"
+            "agent.type(text=\"echo 'hello bench' > ~/notes.txt\", enter=True)\n```",
+            input_tokens=1000,
+            output_tokens=20,
+        ),
         reply("Done.\n```python\nagent.done()\n```", input_tokens=1200, output_tokens=10),
     ]
     with ScriptedModelServer(script) as server:
-        argv = ["bench", "run", "smoke", "--domain", "os", "--policy", "agent",
-                "--provider", "openai-compatible", "--model", "scripted-model",
-                "--base-url", server.openai_base_url, "--api-key", "sk-test-secret-key",
-                "--max-steps", "5", "--results", str(tmp_path), "--json"]  # fmt: skip
+        argv = [
+            "bench",
+            "run",
+            "smoke",
+            "--domain",
+            "os",
+            "--policy",
+            "agent",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "scripted-model",
+            "--base-url",
+            server.openai_base_url,
+            "--api-key",
+            "sk-test-secret-key",
+            "--max-steps",
+            "5",
+            "--results",
+            str(tmp_path),
+            "--json",
+        ]
         # only the notes task gets the script: the other os tasks are given another index
         index = tmp_path / "suite" / "test_one.json"
         (tmp_path / "suite" / "examples" / "os").mkdir(parents=True)

@@ -41,9 +41,25 @@ def notes_task_suite(tmp_path: Path) -> tuple[str, Path]:
 
 
 def bench(server: ScriptedModelServer, index: Path, results: Path, *extra: str) -> dict:
-    argv = ["bench", "run", str(index), "--policy", "agent", "--provider", "openai-compatible",
-            "--model", "scripted-model", "--base-url", server.openai_base_url,
-            "--max-steps", "5", "--results", str(results), "--json", *extra]  # fmt: skip
+    argv = [
+        "bench",
+        "run",
+        str(index),
+        "--policy",
+        "agent",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.openai_base_url,
+        "--max-steps",
+        "5",
+        "--results",
+        str(results),
+        "--json",
+        *extra,
+    ]
     config = results.parent / "config.toml"  # an empty file: no rules of this machine's user
     config.write_text("")
     result = CliRunner().invoke(app, argv, env={"AGENT_S_CONFIG": str(config)})
@@ -54,8 +70,10 @@ def bench(server: ScriptedModelServer, index: Path, results: Path, *extra: str) 
 
 def test_deny_risky_keeps_the_command_out_of_the_terminal(tmp_path: Path) -> None:
     task_id, index = notes_task_suite(tmp_path)
-    script = [reply(act("agent.type(text=\"echo 'hello bench' > ~/notes.txt\", enter=True)")),
-              reply(act("agent.done()"))]  # fmt: skip
+    script = [
+        reply(act("agent.type(text=\"echo 'hello bench' > ~/notes.txt\", enter=True)")),
+        reply(act("agent.done()")),
+    ]
     with ScriptedModelServer(script) as server:
         record = bench(server, index, tmp_path / "results", "--safety", "deny-risky")
     assert record["score"] == 0.0  # the file was never written (with auto it scores 1)

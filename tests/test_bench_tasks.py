@@ -102,11 +102,17 @@ def test_task_format_errors(tmp_path: Path) -> None:
     with pytest.raises(TaskFormatError, match="conj"):
         Task.from_json({"id": "x", "instruction": "y", "evaluator": {"func": "a", "conj": "xor"}})
     with pytest.raises(TaskFormatError, match="2 items for 3 funcs"):
-        Task.from_json({"id": "x", "instruction": "y",
-                        "evaluator": {"func": ["a", "b", "c"], "result": [{}, {}]}})  # fmt: skip
+        Task.from_json(
+            {
+                "id": "x",
+                "instruction": "y",
+                "evaluator": {"func": ["a", "b", "c"], "result": [{}, {}]},
+            }
+        )
     with pytest.raises(TaskFormatError, match="reference"):
-        Task.from_json({"id": "x", "instruction": "y", "evaluator": {"func": "a"},
-                        "reference": "agent.done()"})  # fmt: skip
+        Task.from_json(
+            {"id": "x", "instruction": "y", "evaluator": {"func": "a"}, "reference": "agent.done()"}
+        )
     bad = tmp_path / "test_x.json"
     bad.write_text(json.dumps({"os": "not a list"}))
     with pytest.raises(TaskFormatError):
@@ -145,8 +151,12 @@ def test_vm_file_maps_home_and_copies(ctx: GetterContext) -> None:
     assert got == str(ctx.cache_dir / "a.txt")
     assert Path(got).read_text() == "hi"
     assert GETTERS["vm_file"](ctx, {"path": "/home/user/none.txt", "dest": "n.txt"}) is None
-    multi = {"path": ["~/Desktop/a.txt", "Desktop/a.txt"], "dest": ["x", "y"], "multi": True,
-             "gives": [0, 1]}  # fmt: skip
+    multi = {
+        "path": ["~/Desktop/a.txt", "Desktop/a.txt"],
+        "dest": ["x", "y"],
+        "multi": True,
+        "gives": [0, 1],
+    }
     assert GETTERS["vm_file"](ctx, multi) == [str(ctx.cache_dir / "x"), str(ctx.cache_dir / "y")]
 
 
@@ -224,15 +234,18 @@ def test_scoring_conj_and_or(ctx: GetterContext) -> None:
     both = {"func": ["exact_match", "exact_match"], "result": [_cmd("a"), _cmd("b")]}
     one_wrong = _task({**both, "expected": [_rule("a"), _rule("x")]})
     assert evaluate(one_wrong, "DONE", ctx, post).value == 0.0
-    assert evaluate(_task({**one_wrong.raw["evaluator"], "conj": "or"}), "DONE", ctx,
-                    post).value == 1.0  # fmt: skip
+    assert (
+        evaluate(_task({**one_wrong.raw["evaluator"], "conj": "or"}), "DONE", ctx, post).value
+        == 1.0
+    )
     right = _task({**both, "expected": [_rule("a"), _rule("b")]})
     assert evaluate(right, "DONE", ctx, post).value == 1.0
     assert combine([0.5, 1.0], "and") == 0.75
     assert combine([0.5, 0.25], "or") == 0.5
     assert combine([0.5, 0.0], "and") == 0.0
-    broken = _task({"func": "check_json_settings", "result": {"type": "nope"},
-                    "expected": _rule("x")})  # fmt: skip
+    broken = _task(
+        {"func": "check_json_settings", "result": {"type": "nope"}, "expected": _rule("x")}
+    )
     score = evaluate(broken, "DONE", ctx, post)
     assert score.value == 0.0
     assert "no getter" in score.parts[0].error

@@ -20,10 +20,16 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 AGENT_S = str(Path(sys.executable).with_name("agent-s"))
 _MODEL_VARIABLES = (
-    "AGENT_S_PROVIDER", "AGENT_S_MODEL", "AGENT_S_BASE_URL", "AGENT_S_GROUND",
-    "AGENT_S_GROUND_URL", "AGENT_S_GROUND_MODEL", "AGENT_S_COMPATIBLE_API_KEY",
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-)  # fmt: skip
+    "AGENT_S_PROVIDER",
+    "AGENT_S_MODEL",
+    "AGENT_S_BASE_URL",
+    "AGENT_S_GROUND",
+    "AGENT_S_GROUND_URL",
+    "AGENT_S_GROUND_MODEL",
+    "AGENT_S_COMPATIBLE_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+)
 
 
 def _env_without_display() -> dict[str, str]:
@@ -45,15 +51,25 @@ def _closed_port() -> int:
 def test_doctor_on_a_virtual_desktop_passes_every_check() -> None:
     result = subprocess.run(
         [AGENT_S, "doctor", "--virtual", "--json"],
-        env=_env_without_display(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=_env_without_display(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses == {
-        "tools": "ok", "display": "ok", "screen": "ok", "capture": "ok", "input": "ok",
-        "ocr": "ok", "accessibility": "ok", "code sandbox": "ok", "model": "warn",
-    }  # fmt: skip
+        "tools": "ok",
+        "display": "ok",
+        "screen": "ok",
+        "capture": "ok",
+        "input": "ok",
+        "ocr": "ok",
+        "accessibility": "ok",
+        "code sandbox": "ok",
+        "model": "warn",
+    }
     details = {c["name"]: c["detail"] for c in report["checks"]}
     assert "1280x800" in details["screen"]
     assert "1280x800 screenshot" in details["capture"]
@@ -61,9 +77,12 @@ def test_doctor_on_a_virtual_desktop_passes_every_check() -> None:
 
 def test_doctor_without_a_display_says_what_to_do() -> None:
     result = subprocess.run(
-        [AGENT_S, "doctor"], env=_env_without_display(), capture_output=True, text=True,
+        [AGENT_S, "doctor"],
+        env=_env_without_display(),
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert result.returncode == 1
     assert "DISPLAY is not set" in result.stdout
     assert "--virtual" in result.stdout
@@ -89,9 +108,12 @@ def test_doctor_with_a_dead_display_fails_cleanly() -> None:
 def test_a_reachable_model_and_grounding_model_with_their_keys_are_ok() -> None:
     with ScriptedModelServer([reply("OK"), reply("O")]) as server:
         options = ModelOptions(
-            provider="openai-compatible", model="scripted-model", base_url=server.openai_base_url,
-            ground_model="ui-tars-1.5-7b", ground_url=server.openai_base_url,
-        )  # fmt: skip
+            provider="openai-compatible",
+            model="scripted-model",
+            base_url=server.openai_base_url,
+            ground_model="ui-tars-1.5-7b",
+            ground_url=server.openai_base_url,
+        )
         environ = {"AGENT_S_COMPATIBLE_API_KEY": "sk-doctor-SECRET-1"}
         checks = provider_checks(options, environ, timeout_s=5)
     assert [(c.name, c.status) for c in checks] == [("model", "ok"), ("grounding model", "ok")]
@@ -107,8 +129,9 @@ def test_a_reachable_model_and_grounding_model_with_their_keys_are_ok() -> None:
 
 def test_a_rejected_key_fails_and_names_where_it_came_from() -> None:
     with ScriptedModelServer([unauthorized()]) as server:
-        options = ModelOptions(provider="openai-compatible", model="scripted-model",
-                               base_url=server.openai_base_url)  # fmt: skip
+        options = ModelOptions(
+            provider="openai-compatible", model="scripted-model", base_url=server.openai_base_url
+        )
         environ = {"AGENT_S_COMPATIBLE_API_KEY": "sk-wrong-SECRET-2"}
         (check,) = provider_checks(options, environ, timeout_s=5)
     assert check.status == "fail"
@@ -154,9 +177,13 @@ def test_a_bad_model_setting_fails_with_the_configuration_error() -> None:
 def test_the_doctor_command_reads_the_model_from_the_environment() -> None:
     with ScriptedModelServer([reply("OK")]) as server:
         env: dict[str, str | None] = {key: None for key in _MODEL_VARIABLES}
-        env.update(DISPLAY=None, DBUS_SESSION_BUS_ADDRESS=None, AGENT_S_MODEL="scripted-model",
-                   AGENT_S_PROVIDER="openai-compatible",
-                   AGENT_S_BASE_URL=server.openai_base_url)  # fmt: skip
+        env.update(
+            DISPLAY=None,
+            DBUS_SESSION_BUS_ADDRESS=None,
+            AGENT_S_MODEL="scripted-model",
+            AGENT_S_PROVIDER="openai-compatible",
+            AGENT_S_BASE_URL=server.openai_base_url,
+        )
         result = CliRunner().invoke(app, ["doctor", "--json", "--timeout", "5"], env=env)
     assert result.exit_code == 1, result.output  # no display here: that check fails
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
@@ -169,8 +196,17 @@ def test_the_doctor_command_prints_one_line_per_model_check() -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     env: dict[str, str | None] = {key: None for key in _MODEL_VARIABLES}
     env.update(DISPLAY=None, DBUS_SESSION_BUS_ADDRESS=None, COLUMNS="300")  # no wrapping
-    args = ["doctor", "--model", "scripted-model", "--provider", "openai-compatible",
-            "--base-url", url, "--timeout", "5"]  # fmt: skip
+    args = [
+        "doctor",
+        "--model",
+        "scripted-model",
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        url,
+        "--timeout",
+        "5",
+    ]
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 1
     lines = [line for line in result.stdout.splitlines() if " model " in f" {line} "]
@@ -200,8 +236,9 @@ def test_doctor_says_when_model_code_cannot_be_contained(tmp_path: Path) -> None
         if found:
             (bin_dir / tool).symlink_to(found)
     env = {**_env_without_display(), "PATH": str(bin_dir)}
-    result = subprocess.run([AGENT_S, "doctor", "--json"], env=env, capture_output=True,
-                            text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [AGENT_S, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     check = next(c for c in json.loads(result.stdout)["checks"] if c["name"] == "code sandbox")
     assert check["status"] == "warn"
     assert "may read the agent's environment" in check["detail"]

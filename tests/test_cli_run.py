@@ -39,18 +39,30 @@ def test_without_a_model_it_says_what_to_set_and_exits_2() -> None:
 
 def test_without_a_key_for_a_hosted_api_it_exits_2() -> None:
     env = {**_CLEAN, "OPENAI_API_KEY": "", "DISPLAY": ":999"}
-    result = CliRunner().invoke(app, ["run", "x", "--provider", "openai", "--model", "gpt-4o"],
-                                env=env)  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["run", "x", "--provider", "openai", "--model", "gpt-4o"], env=env
+    )
     assert result.exit_code == 2
     assert "OPENAI_API_KEY is not set" in result.output
 
 
 def _cli(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
     return [
-        "run", "--provider", "openai-compatible", "--model", "scripted-model",
-        "--base-url", server.openai_base_url, "--api-key", KEY, "--ground", "native",
-        "--record", str(tmp_path), *extra,
-    ]  # fmt: skip
+        "run",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.openai_base_url,
+        "--api-key",
+        KEY,
+        "--ground",
+        "native",
+        "--record",
+        str(tmp_path),
+        *extra,
+    ]
 
 
 @pytest.mark.usefixtures("desktop")
@@ -81,8 +93,11 @@ def _start(server: ScriptedModelServer, tmp_path: Path, desktop: Any) -> subproc
     env = {**_CLEAN, **desktop.env}
     return subprocess.Popen(
         [AGENT_S, *_cli(server, tmp_path), "--json", "Wait forever"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _steps_written(tmp_path: Path, count: int, proc: subprocess.Popen[str]) -> Path:

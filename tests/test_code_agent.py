@@ -64,12 +64,20 @@ def make_agent(
     code.setdefault("workdir", tmp_path / "work")
     code.setdefault("python", sys.executable)
     config = AgentConfig(
-        settle_seconds=0, record_dir=tmp_path / "runs", retry_attempts=1,
-        code=CodeAgentConfig(**code), safety=safety or SafetyConfig(),
-    )  # fmt: skip
+        settle_seconds=0,
+        record_dir=tmp_path / "runs",
+        retry_attempts=1,
+        code=CodeAgentConfig(**code),
+        safety=safety or SafetyConfig(),
+    )
     model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-    return Agent(model, settings=config, grounding=GroundingConfig("native"), backend=backend,
-                 approver=approver)  # fmt: skip
+    return Agent(
+        model,
+        settings=config,
+        grounding=GroundingConfig("native"),
+        backend=backend,
+        approver=approver,
+    )
 
 
 @pytest.fixture
@@ -168,9 +176,15 @@ def test_the_code_agent_edits_a_csv_once_and_the_worker_sees_what_happened(
     step = load_trajectory(result.trajectory_dir).steps[0]
     assert step.outcome == "ok"
     assert step.safety == {
-        "allowed": True, "verdict": "allow", "decided_by": "mode auto", "mode": "auto",
-        "risks": [], "approver": None, "message": "", "image": None,
-    }  # fmt: skip
+        "allowed": True,
+        "verdict": "allow",
+        "decided_by": "mode auto",
+        "mode": "auto",
+        "risks": [],
+        "approver": None,
+        "message": "",
+        "image": None,
+    }
     kinds = [s["kind"] for s in step.substeps]
     assert kinds == ["block", "block", "final"]
     assert [s["substep"] for s in step.substeps] == [1, 2, 3]
@@ -272,8 +286,13 @@ def test_code_blocks_are_approved_or_refused_one_by_one(work: Path, tmp_path: Pa
         reply(act("agent.done()")),
     ]
     with ScriptedModelServer(script) as server:
-        agent = make_agent(server, RecordingBackend(screens(2)), tmp_path, approver=approver,
-                           safety=SafetyConfig(mode="confirm"))  # fmt: skip
+        agent = make_agent(
+            server,
+            RecordingBackend(screens(2)),
+            tmp_path,
+            approver=approver,
+            safety=SafetyConfig(mode="confirm"),
+        )
         result = agent.run("Clean up the folder")
     assert result.succeeded
     assert (work / "data.csv").read_text() == CSV  # the refused block never ran
@@ -304,8 +323,9 @@ def test_without_an_approver_code_is_refused_and_deny_risky_refuses_the_call(
         reply(act('agent.fail(reason="no code allowed")')),
     ]
     with ScriptedModelServer(script) as server:
-        agent = make_agent(server, RecordingBackend(screens(2)), tmp_path,
-                           safety=SafetyConfig(mode="confirm"))  # fmt: skip
+        agent = make_agent(
+            server, RecordingBackend(screens(2)), tmp_path, safety=SafetyConfig(mode="confirm")
+        )
         result = agent.run("Make a file")
     assert result.status is RunStatus.FAILED
     assert not (work / "made.txt").exists()
@@ -315,8 +335,9 @@ def test_without_an_approver_code_is_refused_and_deny_risky_refuses_the_call(
 
     script = [reply(act("agent.call_code_agent()")), reply(act("agent.fail()"))]
     with ScriptedModelServer(script) as server:  # strict: no code-model request may be made
-        agent = make_agent(server, RecordingBackend(screens(2)), tmp_path,
-                           safety=SafetyConfig(mode="deny-risky"))  # fmt: skip
+        agent = make_agent(
+            server, RecordingBackend(screens(2)), tmp_path, safety=SafetyConfig(mode="deny-risky")
+        )
         result = agent.run("Make a file")
     told = conversation(server.requests[1])
     assert "starts the code agent, which runs code, and risky actions are not allowed" in told
@@ -398,8 +419,10 @@ def running_in(folder: Path) -> list[int]:
 def test_ctrl_c_during_code_cancels_the_run_and_kills_the_code(work: Path, tmp_path: Path) -> None:
     driver = subprocess.Popen(
         [sys.executable, "-c", _KILL_DRIVER, str(work), str(tmp_path / "runs")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while not (work / "block.pid").exists() or not (work / "block.pid").read_text().strip():
         assert driver.poll() is None, driver.communicate()

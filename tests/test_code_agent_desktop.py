@@ -51,8 +51,23 @@ def test_the_code_agent_edits_a_csv_and_the_worker_sees_it_on_screen(
         "csv.writer(open('sales.csv', 'w', newline=''), lineterminator='\\n').writerows(rows)\n"
         "print('total', total)"
     )
-    apps(["xterm", "-fa", "DejaVu Sans Mono", "-fs", "13", "-geometry", "60x12+80+80",
-          "-title", "agent-check", "-e", "sh"], window="agent-check", cwd=work)  # fmt: skip
+    apps(
+        [
+            "xterm",
+            "-fa",
+            "DejaVu Sans Mono",
+            "-fs",
+            "13",
+            "-geometry",
+            "60x12+80+80",
+            "-title",
+            "agent-check",
+            "-e",
+            "sh",
+        ],
+        window="agent-check",
+        cwd=work,
+    )
     x11.activate("agent-check")
     script = [
         reply(act('agent.call_code_agent("Append a Grandtotal row summing amount to sales.csv")')),
@@ -71,11 +86,14 @@ def test_the_code_agent_edits_a_csv_and_the_worker_sees_it_on_screen(
     with ScriptedModelServer(script) as server:
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "sk-x")
         config = AgentConfig(
-            record_dir=tmp_path / "runs", settle_seconds=0.3, safety=SafetyConfig(mode="confirm"),
+            record_dir=tmp_path / "runs",
+            settle_seconds=0.3,
+            safety=SafetyConfig(mode="confirm"),
             code=CodeAgentConfig(workdir=work, python=sys.executable, timeout_s=20),
-        )  # fmt: skip
-        agent = Agent(model, settings=config, grounding=GroundingConfig("auto"), backend=x11,
-                      approver=approve)  # fmt: skip
+        )
+        agent = Agent(
+            model, settings=config, grounding=GroundingConfig("auto"), backend=x11, approver=approve
+        )
         result = agent.run("Add a grand total to sales.csv and check it")
     assert result.status is RunStatus.SUCCEEDED, result
     assert (work / "sales.csv").read_text().endswith("south,80\nGrandtotal,200\n")
@@ -93,10 +111,21 @@ def test_the_code_agent_edits_a_csv_and_the_worker_sees_it_on_screen(
 
 def _cli(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
     return [
-        "run", "--provider", "openai-compatible", "--model", "scripted-model",
-        "--base-url", server.openai_base_url, "--api-key", "sk-cli-key", "--ground", "native",
-        "--record", str(tmp_path / "runs"), *extra,
-    ]  # fmt: skip
+        "run",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.openai_base_url,
+        "--api-key",
+        "sk-cli-key",
+        "--ground",
+        "native",
+        "--record",
+        str(tmp_path / "runs"),
+        *extra,
+    ]
 
 
 def _config(tmp_path: Path, work: Path) -> dict[str, str]:
@@ -120,8 +149,12 @@ def test_cli_asks_at_a_terminal_y_and_n_per_code_block(tmp_path: Path, desktop: 
         env = {**_CLEAN, **desktop.env, **_config(tmp_path, work), "NO_COLOR": "1"}
         proc = subprocess.Popen(
             [AGENT_S, *_cli(server, tmp_path, "--code-timeout", "20", "--json"), "Write cli.txt"],
-            stdin=slave, stderr=slave, stdout=subprocess.PIPE, env=env, text=True,
-        )  # fmt: skip
+            stdin=slave,
+            stderr=slave,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
         os.close(slave)
         seen = ""
         for answer in ("n", "y"):
@@ -169,8 +202,9 @@ def test_cli_without_a_terminal_refuses_and_says_so(tmp_path: Path, desktop: Any
     ]
     with ScriptedModelServer(script) as server:
         env = {**_CLEAN, **desktop.env, **_config(tmp_path, work)}
-        result = CliRunner().invoke(app, [*_cli(server, tmp_path), "--json", "Make a file"],
-                                    env=env)  # fmt: skip
+        result = CliRunner().invoke(
+            app, [*_cli(server, tmp_path), "--json", "Make a file"], env=env
+        )
     assert result.exit_code == 1, result.output
     assert "nobody can approve" in result.stderr
     assert not (work / "made.txt").exists()

@@ -50,8 +50,11 @@ def running_in(folder: Path) -> list[int]:
 
 def test_python_and_bash_run_as_files_in_the_working_folder(work: Path) -> None:
     with CodeRunner(settings(work)) as runner:
-        py = runner.run("python", "import os, sys\nprint(os.getcwd())\nprint(sys.argv[0])\n"
-                                  "print('oops', file=sys.stderr)\nsys.exit(3)")  # fmt: skip
+        py = runner.run(
+            "python",
+            "import os, sys\nprint(os.getcwd())\nprint(sys.argv[0])\n"
+            "print('oops', file=sys.stderr)\nsys.exit(3)",
+        )
         sh = runner.run("bash", 'echo "$0"; pwd; printf "%s\\n" "$BASH_VERSION" >&2')
         scratch = runner.scratch
     assert py.exit_status == 3
@@ -158,8 +161,13 @@ def test_the_memory_limit_stops_a_block_that_allocates_too_much(
 
 
 def test_secrets_in_the_environment_do_not_reach_the_code(work: Path) -> None:
-    env = {**os.environ, "OPENAI_API_KEY": "sk-one", "GITHUB_TOKEN": "gh-two",
-           "HARMLESS": "visible", "ODD_NAME": "sk-three"}  # fmt: skip
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-one",
+        "GITHUB_TOKEN": "gh-two",
+        "HARMLESS": "visible",
+        "ODD_NAME": "sk-three",
+    }
     with CodeRunner(settings(work, env=env, secrets=("sk-three",))) as runner:
         run = runner.run("bash", "env")
     assert "HARMLESS=visible" in run.stdout.text
@@ -187,8 +195,9 @@ with CodeRunner(RunnerSettings(workdir=work, timeout_s=120, python=sys.executabl
 
 
 def test_ctrl_c_kills_the_running_block_and_everything_it_started(work: Path) -> None:
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(work)],
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, str(work)], stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 20
     while not (work / "ready").exists() or not (work / "ready").read_text().strip():
         assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
@@ -216,8 +225,9 @@ def listener() -> Iterator[int]:
 
 
 @needs_bwrap
-def test_under_bwrap_a_write_outside_the_allowed_folders_fails(tmp_path: Path, work: Path,
-                                                               listener: int) -> None:  # fmt: skip
+def test_under_bwrap_a_write_outside_the_allowed_folders_fails(
+    tmp_path: Path, work: Path, listener: int
+) -> None:
     outside = tmp_path / "outside"
     extra = tmp_path / "extra"
     outside.mkdir()
@@ -257,9 +267,9 @@ def test_under_bwrap_a_write_outside_the_allowed_folders_fails(tmp_path: Path, w
     assert (outside / "outside.txt").read_text() == "written"
 
 
-def test_an_unusable_sandbox_is_refused_never_silently_dropped(work: Path,
-                                                               monkeypatch: pytest.MonkeyPatch
-                                                               ) -> None:  # fmt: skip
+def test_an_unusable_sandbox_is_refused_never_silently_dropped(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(work))  # no bwrap on PATH
     sandbox_problem.cache_clear()
     try:

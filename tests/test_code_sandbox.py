@@ -193,8 +193,10 @@ def test_ctrl_c_in_the_agent_kills_a_daemon_of_the_running_block(
     code = daemon_block(heart, token, then="time.sleep(300)")
     driver = subprocess.Popen(
         [sys.executable, "-c", _CTRL_C_DRIVER, str(work), code, values["sandbox"]],
-        stderr=subprocess.PIPE, text=True, env=values["env"],
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        text=True,
+        env=values["env"],
+    )
     wait_until(lambda: heart.exists() or driver.poll() is not None, 20, "the daemon's heartbeat")
     assert driver.poll() is None, driver.communicate()
     assert marked(token)
@@ -253,21 +255,27 @@ print(run.stderr.text, end="", file=sys.stderr)
 """
 
 
-def run_in_an_agent(work: Path, code: str, sandbox: str, env: dict[str, str],
-                    user: list[str] | None = None) -> str:  # fmt: skip
+def run_in_an_agent(
+    work: Path, code: str, sandbox: str, env: dict[str, str], user: list[str] | None = None
+) -> str:
     """The stdout of the python block ``code`` run by an agent process (a child python with
     ``env``, as ``user`` when given)."""
     done = subprocess.run(
         [*(user or []), sys.executable, "-c", _AGENT_DRIVER, str(work), code, sandbox],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), done.stderr
     return done.stdout
 
 
-def scan_from_an_agent(work: Path, sandbox: str, env: dict[str, str],
-                       user: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+def scan_from_an_agent(
+    work: Path, sandbox: str, env: dict[str, str], user: list[str] | None = None
+) -> dict[str, Any]:
     """Run the /proc scan as a block of an agent process whose own environment holds the
     secret (``FAKE_API_KEY``) and a marker under an innocent name (``AGENT_PRIVATE_MARK``,
     which only the sandbox keeps from unsandboxed code)."""
@@ -302,8 +310,9 @@ def test_the_agents_own_environment_is_not_readable_through_proc(
 _NOBODY = [SETPRIV or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None,
-                    reason="needs root and setpriv to become an ordinary user")  # fmt: skip
+@pytest.mark.skipif(
+    os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv to become an ordinary user"
+)
 @pytest.mark.parametrize("mode", MODES)
 def test_as_an_ordinary_user_daemons_die_and_the_environment_is_hidden_but_in_the_fallback(
     mode: str, monkeypatch: pytest.MonkeyPatch
@@ -338,16 +347,34 @@ def test_as_an_ordinary_user_daemons_die_and_the_environment_is_hidden_but_in_th
 def test_the_sandbox_gets_a_short_environment_and_none_of_the_agents_variables(
     work: Path,
 ) -> None:
-    env = {**os.environ, "FAKE_API_KEY": SECRET, "AGENT_PRIVATE_MARK": "mark-123",
-           "DISPLAY": ":7", "XAUTHORITY": "/x/auth", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x",
-           "XDG_RUNTIME_DIR": "/run/user/1000", "SSH_AUTH_SOCK": "/x/ssh"}  # fmt: skip
+    env = {
+        **os.environ,
+        "FAKE_API_KEY": SECRET,
+        "AGENT_PRIVATE_MARK": "mark-123",
+        "DISPLAY": ":7",
+        "XAUTHORITY": "/x/auth",
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x",
+        "XDG_RUNTIME_DIR": "/run/user/1000",
+        "SSH_AUTH_SOCK": "/x/ssh",
+    }
     code = "import json, os\nprint(json.dumps(dict(os.environ)))"
-    with CodeRunner(RunnerSettings(workdir=work, sandbox="bwrap", env=env,
-                                   python=sys.executable)) as runner:  # fmt: skip
+    with CodeRunner(
+        RunnerSettings(workdir=work, sandbox="bwrap", env=env, python=sys.executable)
+    ) as runner:
         inside = report(runner.run("python", code))
         home = runner.scratch / "home"
-    allowed = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "HOME", "TMPDIR", "TERM", "USER", "LOGNAME",
-               "PWD"}  # fmt: skip
+    allowed = {
+        "PATH",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "HOME",
+        "TMPDIR",
+        "TERM",
+        "USER",
+        "LOGNAME",
+        "PWD",
+    }
     assert {k for k in inside if not k.startswith("PYTHON")} <= allowed
     assert inside["HOME"] == str(home)
     assert inside["TERM"] == "dumb"
@@ -400,8 +427,10 @@ print(json.dumps(result))
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): p.read_text() if p.is_file() else "<dir>"
-            for p in sorted(folder.rglob("*"))}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): p.read_text() if p.is_file() else "<dir>"
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 @needs_bwrap
@@ -414,8 +443,9 @@ def test_the_sandbox_home_is_fresh_and_the_real_home_is_not_writable(
     before = snapshot(real)
     env = {**os.environ, "HOME": str(real)}
     code = _HOME_ATTACK.replace("REAL", repr(str(real)))
-    with CodeRunner(RunnerSettings(workdir=work, sandbox="bwrap", env=env,
-                                   python=sys.executable)) as runner:  # fmt: skip
+    with CodeRunner(
+        RunnerSettings(workdir=work, sandbox="bwrap", env=env, python=sys.executable)
+    ) as runner:
         result = report(runner.run("python", code))
         fresh_home = runner.scratch / "home"
     assert result["home"] == str(fresh_home)
@@ -437,8 +467,9 @@ def test_with_the_real_home_as_working_folder_its_startup_files_stay_read_only(
     (real / ".bashrc").write_text("# the user's own\n")
     env = {**os.environ, "HOME": str(real)}
     code = _HOME_ATTACK.replace("REAL", repr(str(real)))
-    with CodeRunner(RunnerSettings(workdir=real, sandbox="bwrap", env=env,
-                                   python=sys.executable)) as runner:  # fmt: skip
+    with CodeRunner(
+        RunnerSettings(workdir=real, sandbox="bwrap", env=env, python=sys.executable)
+    ) as runner:
         result = report(runner.run("python", code))
     assert result[str(real / "notes.txt")] == "written"  # the working folder is writable
     assert (real / "notes.txt").read_text() == "planted\n"
@@ -497,14 +528,24 @@ def test_the_sandbox_reaches_no_network_no_named_socket_and_no_folder_not_allowe
         allowed, denied = visible / "allowed", visible / "denied"
         allowed.mkdir()
         denied.mkdir()
-        env = {**os.environ, "XDG_RUNTIME_DIR": str(unix_listener.parent),
-               "DBUS_SESSION_BUS_ADDRESS": f"unix:path={unix_listener},guid=00"}  # fmt: skip
+        env = {
+            **os.environ,
+            "XDG_RUNTIME_DIR": str(unix_listener.parent),
+            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={unix_listener},guid=00",
+        }
         args = (("127.0.0.1", port), str(unix_listener), [str(allowed), str(denied)])
         code = _REACH.replace("ARGS", repr(args))
         results = {}
         for sandbox in ("bwrap", "none"):
-            with CodeRunner(RunnerSettings(workdir=work, sandbox=sandbox, env=env,  # type: ignore[arg-type]
-                                           writable=(allowed,), python=sys.executable)) as runner:
+            with CodeRunner(
+                RunnerSettings(
+                    workdir=work,
+                    sandbox=sandbox,
+                    env=env,  # type: ignore[arg-type]
+                    writable=(allowed,),
+                    python=sys.executable,
+                )
+            ) as runner:
                 results[sandbox] = report(runner.run("python", code))
     inside, outside = results["bwrap"], results["none"]
     for name in ("tcp", "bus"):
@@ -550,8 +591,14 @@ def test_the_sandbox_cannot_reach_the_desktops_x_server_or_session_bus(
     env = {**desktop.env, "FAKE_API_KEY": SECRET}
     results = {}
     for sandbox in ("bwrap", "none"):
-        with CodeRunner(RunnerSettings(workdir=work, sandbox=sandbox, env=env,  # type: ignore[arg-type]
-                                       python=sys.executable)) as runner:  # fmt: skip
+        with CodeRunner(
+            RunnerSettings(
+                workdir=work,
+                sandbox=sandbox,
+                env=env,  # type: ignore[arg-type]
+                python=sys.executable,
+            )
+        ) as runner:
             results[sandbox] = report(runner.run("python", code))
     inside, outside = results["bwrap"], results["none"]
     assert (inside["DISPLAY"], inside["XAUTHORITY"]) == (None, None)
@@ -564,8 +611,10 @@ def test_the_sandbox_cannot_reach_the_desktops_x_server_or_session_bus(
 
 
 @needs_bwrap
-@pytest.mark.skipif(shutil.which("xdotool") is None or shutil.which("xterm") is None,
-                    reason="needs xdotool and xterm")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("xdotool") is None or shutil.which("xterm") is None,
+    reason="needs xdotool and xterm",
+)
 def test_the_sandbox_cannot_type_into_a_terminal_on_the_desktop(
     desktop: Any, apps: Any, x11: Any, work: Path, tmp_path: Path
 ) -> None:
@@ -577,17 +626,21 @@ def test_the_sandbox_cannot_type_into_a_terminal_on_the_desktop(
     auth = desktop.env["XAUTHORITY"]
 
     def attack(name: str) -> str:
-        return (f"export DISPLAY={desktop.display} XAUTHORITY={auth}\n"
-                f"xdotool type --delay 5 'touch {name}' && xdotool key Return\n"
-                "echo status $?")  # fmt: skip
+        return (
+            f"export DISPLAY={desktop.display} XAUTHORITY={auth}\n"
+            f"xdotool type --delay 5 'touch {name}' && xdotool key Return\n"
+            "echo status $?"
+        )
 
-    with CodeRunner(RunnerSettings(workdir=work, sandbox="bwrap", env=desktop.env,
-                                   python=sys.executable)) as runner:  # fmt: skip
+    with CodeRunner(
+        RunnerSettings(workdir=work, sandbox="bwrap", env=desktop.env, python=sys.executable)
+    ) as runner:
         blocked = runner.run("bash", attack("from-the-sandbox"))
     assert blocked.stdout.text.strip() != "status 0", blocked.stderr.text
     assert "display" in blocked.stderr.text.lower()  # xdotool: cannot open the display
-    with CodeRunner(RunnerSettings(workdir=work, sandbox="none", env=desktop.env,
-                                   python=sys.executable)) as runner:  # fmt: skip
+    with CodeRunner(
+        RunnerSettings(workdir=work, sandbox="none", env=desktop.env, python=sys.executable)
+    ) as runner:
         free = runner.run("bash", attack("from-outside"))
     assert free.stdout.text.strip() == "status 0", free.stderr.text
     wait_until(lambda: (shell / "from-outside").exists(), 10, "the control's file")

@@ -30,8 +30,12 @@ def png(image: Image.Image) -> bytes:
 
 
 def engine(server: ScriptedModelServer) -> dict[str, Any]:
-    return {"engine_type": "vllm", "model": "scripted-model",
-            "base_url": server.openai_base_url, "api_key": "k-compat-123456"}  # fmt: skip
+    return {
+        "engine_type": "vllm",
+        "model": "scripted-model",
+        "base_url": server.openai_base_url,
+        "api_key": "k-compat-123456",
+    }
 
 
 def test_sentinels_notes_and_reset_without_a_desktop(tmp_path: Path) -> None:
@@ -101,8 +105,9 @@ def test_an_osworld_style_loop_on_galculator(bus: None, apps: Any, x11: Any, des
                 done = True
                 break
             assert actions[0].startswith("import pyautogui"), (info, actions)
-            subprocess.run([sys.executable, "-c", actions[0]], env=desktop.env, check=True,
-                           timeout=30)  # fmt: skip
+            subprocess.run(
+                [sys.executable, "-c", actions[0]], env=desktop.env, check=True, timeout=30
+            )
             time.sleep(0.5)
     assert done
     deadline = time.monotonic() + 5

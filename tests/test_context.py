@@ -143,17 +143,26 @@ def test_lines_beyond_the_cap_are_counted_not_listed() -> None:
 
 def test_a_failed_grounding_is_reported() -> None:
     record = StepRecord(
-        3, SCREENS[0], "Click it.", "click('the Save icon')", Outcome.failure("not found"),
+        3,
+        SCREENS[0],
+        "Click it.",
+        "click('the Save icon')",
+        Outcome.failure("not found"),
         (Grounding("the Save icon", "ocr", None),),
-    )  # fmt: skip
+    )
     assert "click('the Save icon') not found by ocr -> failed: not found" in step_line(record)
 
 
 def test_notes_reflection_and_budget_go_into_the_last_message() -> None:
     messages = build_messages(
-        "SYSTEM", "task", _steps(2), SCREENS[0], ["total is 42", "file is ~/a.txt"],
-        reflection="OFF TRACK\nThe click missed.", max_steps=20,
-    )  # fmt: skip
+        "SYSTEM",
+        "task",
+        _steps(2),
+        SCREENS[0],
+        ["total is 42", "file is ~/a.txt"],
+        reflection="OFF TRACK\nThe click missed.",
+        max_steps=20,
+    )
     last = _texts(messages[-1])
     assert last.index("- total is 42") < last.index("- file is ~/a.txt")
     assert "The click missed." in last
@@ -225,9 +234,14 @@ def _request_at(
     records = _steps(step - 1, reply_length=reply_length)
     notes = ["the invoice total is 1234.50 EUR", "the customer is listed in row 17"]
     return build_messages(
-        system, "Copy the invoice total into the spreadsheet and save it as total.ods.",
-        records, SCREENS[step % len(SCREENS)], notes, policy=policy, max_steps=100,
-    )  # fmt: skip
+        system,
+        "Copy the invoice total into the spreadsheet and save it as total.ods.",
+        records,
+        SCREENS[step % len(SCREENS)],
+        notes,
+        policy=policy,
+        max_steps=100,
+    )
 
 
 @pytest.mark.parametrize("keep", [1, 2, 3, 4])

@@ -56,8 +56,12 @@ def run(
         code = action.to_pyautogui(points)
         result = subprocess.run(
             [sys.executable, "-c", OSWORLD_PREFIX + code],
-            env=desktop.env, cwd=workdir, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            env=desktop.env,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, f"{code}\n{result.stderr}"
         assert (workdir / "x").read_text() == "must survive"  # text never became code
 
@@ -73,8 +77,11 @@ def _copy(x11: Any) -> str:
 def _primary(desktop: VirtualDesktop) -> str:
     return subprocess.run(
         ["xclip", "-o", "-selection", "primary"],
-        env=desktop.env, capture_output=True, text=True, check=False,
-    ).stdout  # fmt: skip
+        env=desktop.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
 
 
 def _mousepad(apps: Any, x11: Any, path: Path, content: str) -> Any:
@@ -112,8 +119,9 @@ def test_click(run: Runner, probe: Any) -> None:
     at = probe.point("canvas", 0.3, 0.4)
     run(action, [at])
     events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "release"]) >= 2)
-    presses = [(e["button"], e["count"], e["x"], e["y"], e["mods"]) for e in events
-               if e["type"] == "press"]  # fmt: skip
+    presses = [
+        (e["button"], e["count"], e["x"], e["y"], e["mods"]) for e in events if e["type"] == "press"
+    ]
     assert presses == [(3, 1, at.x, at.y, ["shift"]), (3, 2, at.x, at.y, ["shift"])]
 
 
@@ -207,8 +215,11 @@ def test_open_application_and_file(
 def _active_window(desktop: VirtualDesktop) -> int:
     out = subprocess.run(
         ["xprop", "-root", "_NET_ACTIVE_WINDOW"],
-        env=desktop.env, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        env=desktop.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return int(out.rsplit("#", 1)[1].split(",")[0].strip(), 16)
 
 

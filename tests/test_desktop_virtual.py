@@ -143,8 +143,12 @@ def test_accessibility_bus_lists_a_gtk_application(desktop: VirtualDesktop, apps
     def names() -> list[str]:
         result = subprocess.run(
             [sys.executable, "-c", _LIST_APPS],
-            env=desktop.env, capture_output=True, text=True, timeout=30, check=True,
-        )  # fmt: skip
+            env=desktop.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
         return json.loads(result.stdout)
 
     deadline = time.monotonic() + 10

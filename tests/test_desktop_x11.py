@@ -42,8 +42,11 @@ def _active_window_id(desktop: VirtualDesktop) -> int:
     """_NET_ACTIVE_WINDOW as xprop (not our code) reads it."""
     out = subprocess.run(
         ["xprop", "-root", "_NET_ACTIVE_WINDOW"],
-        env=desktop.env, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        env=desktop.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return int(out.rsplit("#", 1)[1].split(",")[0].strip(), 16)
 
 
@@ -260,8 +263,11 @@ def test_click_with_held_modifiers(x11: Any, probe: Any) -> None:
     # The modifiers were let go afterwards: a later plain click carries none.
     probe.reset()
     x11.click(at)
-    (press,) = [e for e in probe.wait_for(lambda ev: any(e["type"] == "press" for e in ev))
-                if e["type"] == "press"]  # fmt: skip
+    (press,) = [
+        e
+        for e in probe.wait_for(lambda ev: any(e["type"] == "press" for e in ev))
+        if e["type"] == "press"
+    ]
     assert press["mods"] == []
 
 
@@ -324,8 +330,11 @@ def test_drag_selects_text_in_mousepad(
     def primary() -> str:
         return subprocess.run(
             ["xclip", "-o", "-selection", "primary"],
-            env=desktop.env, capture_output=True, text=True, check=False,
-        ).stdout  # fmt: skip
+            env=desktop.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
 
     _wait(lambda: primary() == "brave", what="the dragged selection")
     assert _copy(x11) == "brave"
@@ -461,8 +470,9 @@ def test_type_text_into_xterm_gives_the_same_bytes(x11: Any, apps: Any, tmp_path
     title = f"typing-{time.monotonic_ns()}"
     apps(
         ["xterm", "-u8", "-T", title, "-e", "sh", "-c", 'cat > "$0"', str(out)],
-        window=title, env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
-    )  # fmt: skip
+        window=title,
+        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
+    )
     x11.activate(title)
     x11.type_text(TRICKY)
     x11.hotkey(["ctrl", "d"])  # ends the unfinished last line
@@ -669,9 +679,13 @@ def test_a_display_that_goes_away_gives_display_unavailable(desktop: VirtualDesk
     # Not launched on that desktop (stopping it would end this process too): just pointed at it.
     env = {k: v for k, v in other.env.items() if k != "AGENT_S_VIRTUAL_DESKTOP"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _USE_AFTER_DEATH], env=env, text=True,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [sys.executable, "-c", _USE_AFTER_DEATH],
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
@@ -702,7 +716,10 @@ def test_one_process_drives_one_display(desktop: VirtualDesktop) -> None:
     with VirtualDesktop(320, 240, window_manager=False, accessibility=False) as other:
         result = subprocess.run(
             [sys.executable, "-c", code, desktop.display, other.display, other.env["XAUTHORITY"]],
-            env=desktop.env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            env=desktop.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 3, result.stdout + result.stderr
     assert "already bound" in result.stdout

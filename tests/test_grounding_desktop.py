@@ -78,8 +78,13 @@ def test_galculator_buttons_menus_and_glyphs(apps: Any, x11: Any) -> None:
     observation = _observe(x11)
     truth = _truth("galculator")
     a11y, ocr = AccessibilityGrounder(), OcrGrounder()
-    for expression, name in [("the 7 button", "7"), ("the = key", "="), ("AC", "AC"),
-                             ("the sqrt button", "sqrt"), ("the <- button", "<-")]:  # fmt: skip
+    for expression, name in [
+        ("the 7 button", "7"),
+        ("the = key", "="),
+        ("AC", "AC"),
+        ("the sqrt button", "sqrt"),
+        ("the <- button", "<-"),
+    ]:
         target = _box(truth, name, ("toggle button", "push button"))
         result = a11y.ground(expression, observation)
         assert target.contains(result.point), result
@@ -88,10 +93,12 @@ def test_galculator_buttons_menus_and_glyphs(apps: Any, x11: Any) -> None:
     assert target.contains(a11y.ground("the File menu", observation).point)
     # OCR lands in the same boxes for labels it can read: words, menus, symbols.
     for expression, name, roles in [
-        ("the File menu", "File", ("menu",)), ("Calculator", "Calculator", ("menu",)),
-        ("sqrt", "sqrt", ("toggle button",)), ("the AC button", "AC", ("toggle button",)),
+        ("the File menu", "File", ("menu",)),
+        ("Calculator", "Calculator", ("menu",)),
+        ("sqrt", "sqrt", ("toggle button",)),
+        ("the AC button", "AC", ("toggle button",)),
         ("the <- key", "<-", ("toggle button",)),
-    ]:  # fmt: skip
+    ]:
         result = ocr.ground(expression, observation)
         assert _box(truth, name, roles).contains(result.point), (expression, result)
     assert ocr.reader.passes == 1
@@ -147,11 +154,28 @@ def test_mousepad_menus_and_document_numbers_via_the_chain(
 
 
 def test_xterm_text_numbers_and_a_real_span_selection(apps: Any, x11: Any, desktop: Any) -> None:
-    script = ("printf 'build 1874 passed in 12.5s\\nalpha beta gamma delta\\n"
-              "ERROR: disk quota exceeded\\n'; sleep 300")  # fmt: skip
-    launched = apps(["xterm", "-fa", "DejaVu Sans Mono", "-fs", "12", "-geometry", "80x12+100+100",
-                     "-title", "grounding-xterm", "-e", "sh", "-c", script],
-                    window="grounding-xterm")  # fmt: skip
+    script = (
+        "printf 'build 1874 passed in 12.5s\\nalpha beta gamma delta\\n"
+        "ERROR: disk quota exceeded\\n'; sleep 300"
+    )
+    launched = apps(
+        [
+            "xterm",
+            "-fa",
+            "DejaVu Sans Mono",
+            "-fs",
+            "12",
+            "-geometry",
+            "80x12+100+100",
+            "-title",
+            "grounding-xterm",
+            "-e",
+            "sh",
+            "-c",
+            script,
+        ],
+        window="grounding-xterm",
+    )
     x11.activate("grounding-xterm")
     observation = _observe(x11)
     window = launched.window
@@ -174,8 +198,14 @@ def test_xterm_text_numbers_and_a_real_span_selection(apps: Any, x11: Any, deskt
 def _primary_selection(desktop: Any) -> str:
     deadline = time.monotonic() + 3
     while True:
-        done = subprocess.run(["xclip", "-o", "-selection", "primary"], env=desktop.env,
-                              capture_output=True, text=True, timeout=5, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["xclip", "-o", "-selection", "primary"],
+            env=desktop.env,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
         if done.stdout.strip() or time.monotonic() > deadline:
             return done.stdout
         time.sleep(0.1)
@@ -189,7 +219,9 @@ def test_a_tk_window_makes_accessibility_unavailable_and_ocr_answers(probe: Any,
     result = build_grounder("auto").ground("probe area", observation)
     assert result.grounder == "ocr"
     assert [(a.grounder, a.outcome) for a in result.attempts] == [
-        ("a11y", "unavailable"), ("ocr", "answered")]  # fmt: skip
+        ("a11y", "unavailable"),
+        ("ocr", "answered"),
+    ]
     x, y, w, h = probe.boxes["canvas"]
     assert Box(x, y, w, h).contains(result.point)
 
@@ -216,8 +248,14 @@ def test_accessibility_without_a_bus_says_so() -> None:
         "    AccessibilityGrounder().ground('OK', Observation(shot))\n"
         "except GrounderUnavailable as err:\n"
         "    print(err.reason)\n"
-    )  # fmt: skip
+    )
     env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.stdout.strip() == "no D-Bus session bus", done.stderr

@@ -65,14 +65,17 @@ def _prompt(server: ScriptedModelServer, index: int = 0) -> str:
 # (1459.1, 728) in the 1932x1092 image a Qwen2.5-VL processor makes of 1920x1080.
 CASES = [
     ("UI-TARS 1.0", "ui-tars-72b-dpo", "Action: click(start_box='(755,667)')", None),
-    ("UI-TARS-1.5", "ByteDance-Seed/UI-TARS-1.5-7B",
-     "Thought: the red button.\nAction: click(start_box='<|box_start|>(1459,728)<|box_end|>')",
-     None),
+    (
+        "UI-TARS-1.5",
+        "ByteDance-Seed/UI-TARS-1.5-7B",
+        "Thought: the red button.\nAction: click(start_box='<|box_start|>(1459,728)<|box_end|>')",
+        None,
+    ),
     ("Seed point", "doubao-seed-1.6-vision", "<point>755 667</point>", None),
     ("Seed box", "doubao-seed-1.6-vision", "<bbox>730 648 780 685</bbox>", None),
     ("pixel box, downscaled", "gpt-4o", "[934, 467, 999, 493]", ImageSpec(max_long_side=1280)),
     ("0-1 normalised", "some-vlm", "(0.7552, 0.6667)", None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("label", "model", "answer", "spec"), CASES, ids=[c[0] for c in CASES])
@@ -141,9 +144,13 @@ def test_the_chain_falls_through_ocr_to_the_model(observation: Observation) -> N
     assert result.grounder == "model"
     assert TARGET_ON_SCREEN.contains(result.point)
     assert [(a.grounder, a.outcome) for a in result.attempts] == [
-        ("ocr", "not_found"), ("model", "answered")]  # fmt: skip
+        ("ocr", "not_found"),
+        ("model", "answered"),
+    ]
     assert [(a.grounder, a.outcome) for a in err.value.attempts] == [
-        ("ocr", "not_found"), ("model", "error")]  # fmt: skip
+        ("ocr", "not_found"),
+        ("model", "error"),
+    ]
     assert "unparseable" not in err.value.reason
     assert "model error" in err.value.reason
     assert len(server.requests) == 2  # the screenshot was encoded once, asked twice
@@ -154,9 +161,11 @@ def test_native_coordinates_use_the_image_the_model_saw(observation: Observation
     # Claude saw the 1920x1080 screenshot at 1280x720 and clicked the button's centre there.
     sent = EncodedImage(b"", "image/png", 1280, 720, 1920, 1080)
     result = native_call_result(
-        "the red button", {"action": "left_click", "coordinate": [966, 480]},
-        sent=sent, observation=observation,
-    )  # fmt: skip
+        "the red button",
+        {"action": "left_click", "coordinate": [966, 480]},
+        sent=sent,
+        observation=observation,
+    )
     assert TARGET_ON_SCREEN.contains(result.point)
     assert result.grounder == "native"
     grounder = NativeGrounder(ImageSpec(max_long_side=1280))

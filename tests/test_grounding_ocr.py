@@ -47,8 +47,9 @@ def _scene(origin: Point = ZERO) -> Scene:
         draw.rectangle(rect, fill=(255, 255, 255), outline=(150, 150, 150))
         w = draw.textlength(label, font=font)
         text(key + "-label", (rect[0] + int((rect[2] - rect[0] - w) / 2), rect[1] + 8), label)
-        boxes[key] = Box.from_corners(origin.x + rect[0], origin.y + rect[1],
-                                      origin.x + rect[2], origin.y + rect[3])  # fmt: skip
+        boxes[key] = Box.from_corners(
+            origin.x + rect[0], origin.y + rect[1], origin.x + rect[2], origin.y + rect[3]
+        )
 
     for i, menu in enumerate(("File", "Edit", "View", "Help")):
         text(menu, (20 + 60 * i, 10), menu)
@@ -60,8 +61,9 @@ def _scene(origin: Point = ZERO) -> Scene:
     button("ok-dialog", (960, 500, 1060, 532), "OK")
     button("cancel", (840, 500, 940, 532), "Cancel")
     main = WindowInfo(1, "Editor", "Editor", 100, origin.x, origin.y, 1280, 800)
-    dialog = WindowInfo(2, "Discard?", "Editor", 100, origin.x + 700, origin.y + 300, 401, 261,
-                        active=True)  # fmt: skip
+    dialog = WindowInfo(
+        2, "Discard?", "Editor", 100, origin.x + 700, origin.y + 300, 401, 261, active=True
+    )
     shot = Screenshot(image, origin, 1.0)
     return Scene(Observation(shot, (dialog, main)), boxes)
 
@@ -217,8 +219,12 @@ def test_cli_not_found_exits_1_with_candidates(screen_file: Path) -> None:
 def test_cli_usage_errors_exit_2(screen_file: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["ground", "x", "--ground", "magic"]).exit_code == 2
-    assert runner.invoke(app, ["ground", "x", "--image", str(screen_file), "--ground", "a11y"]
-                         ).exit_code == 2  # fmt: skip
+    assert (
+        runner.invoke(
+            app, ["ground", "x", "--image", str(screen_file), "--ground", "a11y"]
+        ).exit_code
+        == 2
+    )
     assert runner.invoke(app, ["ground", "x", "--ground", "model"]).exit_code == 2
     assert runner.invoke(app, ["ground", "x", "--image", "/nonexistent.png"]).exit_code == 2
 

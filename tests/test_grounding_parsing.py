@@ -20,8 +20,12 @@ from agent_s.grounding.types import Box, GroundingReplyError
     ("reply", "kind", "values", "unit"),
     [
         ("click(start_box='(512,384)')", "point", (512, 384), False),
-        ("Thought: the button.\nAction: click(start_box='<|box_start|>(100,200)<|box_end|>')",
-         "point", (100, 200), False),
+        (
+            "Thought: the button.\nAction: click(start_box='<|box_start|>(100,200)<|box_end|>')",
+            "point",
+            (100, 200),
+            False,
+        ),
         ("click(start_box='(10,20,30,40)')", "box", (10, 20, 30, 40), False),
         ("click(point='<point>44 55</point>')", "point", (44, 55), False),
         ("drag(start_box='(1,2)', end_box='(3,4)')", "point", (1, 2), False),
@@ -36,7 +40,7 @@ from agent_s.grounding.types import Box, GroundingReplyError
         ("512 384", "point", (512, 384), False),
         ("(1, 1)", "point", (1, 1), False),  # integers are pixels or grid cells, not fractions
     ],
-)  # fmt: skip
+)
 def test_every_reply_format_is_read(reply: str, kind: str, values: tuple, unit: bool) -> None:
     location = parse_location(reply)
     assert (location.kind, location.values, location.unit) == (kind, values, unit)
@@ -71,8 +75,14 @@ def test_a_not_found_reply_is_not_a_point() -> None:
 def test_span_choices_are_checked_never_defaulted() -> None:
     assert parse_span_choice('{"start": 2, "end": 5}', 6) == (2, 5)
     assert parse_span_choice('Answer: {"start": null, "end": null}', 6) is None
-    for bad in ('{"start": 5, "end": 2}', '{"start": 0, "end": 6}', '{"start": "a", "end": 1}',
-                "start 1 end 2", '{"start": 1}', '{"start": true, "end": 1}'):  # fmt: skip
+    for bad in (
+        '{"start": 5, "end": 2}',
+        '{"start": 0, "end": 6}',
+        '{"start": "a", "end": 1}',
+        "start 1 end 2",
+        '{"start": 1}',
+        '{"start": true, "end": 1}',
+    ):
         with pytest.raises(GroundingReplyError):
             parse_span_choice(bad, 6)
 
@@ -109,7 +119,12 @@ def test_the_frame_comes_from_the_model_family(model: str, convention: str) -> N
 def test_expressions_are_read_into_phrase_role_and_hints() -> None:
     q = parse_query("the second OK button in the Save dialog")
     assert (q.phrase, q.role, q.ordinal, q.context, q.container) == (
-        ("ok",), "button", 2, ("save",), "dialog")  # fmt: skip
+        ("ok",),
+        "button",
+        2,
+        ("save",),
+        "dialog",
+    )
     assert parse_query('the "Log in" link').phrases == (("log", "in"),)
     assert parse_query("Sign in button").phrase == ("sign", "in")  # "in" stays in a label
     assert parse_query("the Menu button").phrase == ("menu",)  # the last role word is the role

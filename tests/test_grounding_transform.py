@@ -97,10 +97,12 @@ def test_every_point_of_a_frame_lands_on_the_monitor(
 
 @settings(max_examples=200, deadline=None)
 @given(
-    screens, specs, conventions,
+    screens,
+    specs,
+    conventions,
     st.floats(min_value=1.0001, max_value=50, allow_nan=False),
     st.sampled_from(["x", "y", "-x", "-y"]),
-)  # fmt: skip
+)
 def test_points_outside_the_frame_are_refused(
     screen: str, spec: str, convention: str, factor: float, axis: str
 ) -> None:

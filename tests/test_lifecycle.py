@@ -163,8 +163,14 @@ def test_the_start_sweep_leaves_a_live_agents_desktop_alone(
     monkeypatch.setenv("AGENT_S_STATE_DIR", str(sandbox.state))
     with VirtualDesktop(320, 240, window_manager=False, accessibility=False) as desk:
         before = sorted(marked_processes(desk.token))
-        start = subprocess.run([AGENT_S, "--version"], env=sandbox.env, capture_output=True,
-                               text=True, timeout=60, check=True)  # fmt: skip
+        start = subprocess.run(
+            [AGENT_S, "--version"],
+            env=sandbox.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert "cleaned up" not in start.stderr
         assert sorted(marked_processes(desk.token)) == before
         assert [d["token"] for d in sandbox.desktops()] == [desk.token]
@@ -176,11 +182,28 @@ def test_the_start_sweep_leaves_a_live_agents_desktop_alone(
 
 def _run_argv(server: ScriptedModelServer, runs: Path) -> list[str]:
     return [
-        AGENT_S, "run", "--virtual", "--provider", "openai-compatible",
-        "--model", "scripted-model", "--base-url", server.openai_base_url,
-        "--api-key", "sk-lifecycle-key", "--ground", "native", "--record", str(runs),
-        "--safety", "auto", "--code-timeout", "60", "--json", "Wait a long time",
-    ]  # fmt: skip
+        AGENT_S,
+        "run",
+        "--virtual",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.openai_base_url,
+        "--api-key",
+        "sk-lifecycle-key",
+        "--ground",
+        "native",
+        "--record",
+        str(runs),
+        "--safety",
+        "auto",
+        "--code-timeout",
+        "60",
+        "--json",
+        "Wait a long time",
+    ]
 
 
 def _long_wait(request: RecordedRequest) -> Any:
@@ -209,8 +232,13 @@ def _start_run(
     config = tmp_path / "config.toml"
     config.write_text(f'[code_agent]\nworkdir = "{work}"\npython = "{sys.executable}"\n')
     env = {**sandbox.env, "AGENT_S_CONFIG": str(config)}
-    proc = subprocess.Popen(_run_argv(server, tmp_path / "runs"), env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        _run_argv(server, tmp_path / "runs"),
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     return proc, tmp_path / "runs"
 
 
@@ -236,7 +264,9 @@ def _mid_step(proc: subprocess.Popen[str], runs: Path, server: ScriptedModelServ
     ids=["SIGTERM-in-code", "SIGHUP-in-wait", "SIGINT-in-wait"],
 )
 def test_a_stop_signal_cancels_the_run_and_leaves_nothing(
-    sig: signal.Signals, script: Callable[[RecordedRequest], Any], tmp_path: Path,
+    sig: signal.Signals,
+    script: Callable[[RecordedRequest], Any],
+    tmp_path: Path,
     sandbox: Sandbox,
 ) -> None:
     with ScriptedModelServer(script) as server:
@@ -282,8 +312,14 @@ def test_sigkill_the_desktop_dies_with_the_agent(
     if watchdog_too:
         time.sleep(1.0)
         assert marked_processes(desktop["token"])  # nobody cleaned up yet
-        start = subprocess.run([AGENT_S, "--version"], env=sandbox.env, capture_output=True,
-                               text=True, timeout=60, check=True)  # fmt: skip
+        start = subprocess.run(
+            [AGENT_S, "--version"],
+            env=sandbox.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert f"ended virtual desktop(s) {desktop['display']}" in start.stderr
     else:
         _wait_until(lambda: not marked_processes(desktop["token"]), "the watchdog", 10)
@@ -308,10 +344,20 @@ def _slow_suite(root: Path, wait: float) -> Path:
 
 
 def _bench(index: Path, results: Path, sandbox: Sandbox) -> subprocess.Popen[str]:
-    argv = [AGENT_S, "bench", "run", str(index), "--policy", "reference",
-            "--results", str(results), "--json"]  # fmt: skip
-    return subprocess.Popen(argv, env=sandbox.env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    argv = [
+        AGENT_S,
+        "bench",
+        "run",
+        str(index),
+        "--policy",
+        "reference",
+        "--results",
+        str(results),
+        "--json",
+    ]
+    return subprocess.Popen(
+        argv, env=sandbox.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def _bench_mid_task(proc: subprocess.Popen[str], results: Path) -> Path:
@@ -398,8 +444,13 @@ def _shift_down(display: Xlib.display.Display) -> bool:
 
 
 def _hold_shift_and_die(env: dict[str, str]) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD_SHIFT], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_SHIFT],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline() == "held\n", proc.communicate()
@@ -431,8 +482,9 @@ def test_a_key_held_by_a_killed_process_is_released_next_time(
         _hold_shift_and_die(env)
         assert _shift_down(x)
         bare = {**_CLEAN, "AGENT_S_STATE_DIR": str(state)}  # no DISPLAY: the note names it
-        start = subprocess.run([AGENT_S, "--version"], env=bare, capture_output=True, text=True,
-                               timeout=60, check=True)  # fmt: skip
+        start = subprocess.run(
+            [AGENT_S, "--version"], env=bare, capture_output=True, text=True, timeout=60, check=True
+        )
         assert f"released Shift_L on {desktop.display}" in start.stderr
         assert not _shift_down(x)
     finally:

@@ -211,13 +211,26 @@ def test_malformed_json_is_a_malformed_response_not_retried(api: str) -> None:
     [
         ("openai_chat", {"choices": []}, "no choices"),
         ("openai_chat", {"choices": [{"message": "text"}]}, "choices[0].message"),
-        ("openai_chat", {"choices": [{"message": {"tool_calls": [
-            {"id": "c", "function": {"name": "f", "arguments": "{bad"}}]}}]}, "not valid JSON"),
+        (
+            "openai_chat",
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "tool_calls": [
+                                {"id": "c", "function": {"name": "f", "arguments": "{bad"}}
+                            ]
+                        }
+                    }
+                ]
+            },
+            "not valid JSON",
+        ),
         ("openai_responses", {"output": "nope"}, "reply.output"),
         ("anthropic", {"content": [{"type": "tool_use", "name": "f", "input": 3}]}, "input"),
         ("anthropic", [1, 2, 3], "not a JSON object"),
     ],
-)  # fmt: skip
+)
 def test_a_reply_of_the_wrong_shape_is_malformed(api: str, body, complaint: str) -> None:
     with (
         ScriptedModelServer([raw(body)]) as server,

@@ -23,17 +23,33 @@ def test_console_script_runs_from_the_installed_package() -> None:
 
 def test_wheel_puts_everything_under_the_agent_s_namespace(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(REPO)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("agent_s-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"agent_s"}
-    for required in ("agent_s/cli/main.py", "agent_s/grounding/__init__.py",
-                     "agent_s/prompts/__init__.py", "agent_s/actions/parse.py",
-                     "agent_s/desktop/x11.py"):  # fmt: skip
+    for required in (
+        "agent_s/cli/main.py",
+        "agent_s/grounding/__init__.py",
+        "agent_s/prompts/__init__.py",
+        "agent_s/actions/parse.py",
+        "agent_s/desktop/x11.py",
+    ):
         assert required in names
     templates = [n for n in names if n.startswith("agent_s/prompts/") and n.endswith(".md")]
     assert templates, "prompt templates must ship as package data"
@@ -42,9 +58,41 @@ def test_wheel_puts_everything_under_the_agent_s_namespace(tmp_path: Path) -> No
 def test_ruff_is_clean() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", *SOURCE_DIRS, "tests"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_applied_and_fmt_skip_is_rare() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "format",
+            "--check",
+            "--no-cache",
+            *SOURCE_DIRS,
+            "tests",
+            "scripts",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, "run: ruff format .\n" + result.stdout + result.stderr
+    skips = [
+        f"{p.relative_to(REPO)}:{n}"
+        for folder in (*SOURCE_DIRS, "tests", "scripts")
+        for p in (REPO / folder).rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if "fmt: " + "skip" in line or "fmt: " + "off" in line
+    ]
+    assert len(skips) < 10, skips
 
 
 _EVAL = re.compile(r"(^|[^_a-zA-Z.])(eval|exec)\s*\(")

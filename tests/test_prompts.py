@@ -68,7 +68,7 @@ def assert_snapshot(name: str, text: str) -> None:
                 text.splitlines(keepends=True),
                 f"snapshots/{path.name}",
                 "rendered now",
-            )  # fmt: skip
+            )
         )
         pytest.fail(
             f"the rendered prompt {name!r} differs from its snapshot. If the change is meant, "
@@ -120,7 +120,7 @@ RENDERED = {
         exit_status=0,
         output="total.ods\nreport.txt",
         remaining=17,
-    ),  # fmt: skip
+    ),
     "grounding_query_pixels": lambda: grounding_query_prompt(
         "the Save button in the toolbar", width=1280, height=720
     ),
@@ -147,17 +147,31 @@ def _records() -> tuple[list[StepRecord], EncodedImage]:
     blank = Image.new("RGB", (1920, 1080), "white")
     screen = encode_screenshot(blank, ImageSpec(max_long_side=1280))
     replies = [
-        ("The desktop is empty. I open the text editor.", 'agent.open(app_or_filename="mousepad")',
-         Outcome.success(), ()),
-        ("The editor is open. I type the greeting.", 'agent.type(text="Hello")',
-         Outcome.success(), ()),
-        ("I save with the menu.", 'agent.click(element_description="the File menu")',
-         Outcome.failure("the grounder found two File menus"),
-         (Grounding("the File menu", "ocr", None),)),
-        ("The File menu is in the editor window's menu bar.",
-         'agent.click(element_description="File in the editor menu bar")', Outcome.success(),
-         (Grounding("File in the editor menu bar", "ui-tars-1.5-7b", Point(42, 61)),)),
-    ]  # fmt: skip
+        (
+            "The desktop is empty. I open the text editor.",
+            'agent.open(app_or_filename="mousepad")',
+            Outcome.success(),
+            (),
+        ),
+        (
+            "The editor is open. I type the greeting.",
+            'agent.type(text="Hello")',
+            Outcome.success(),
+            (),
+        ),
+        (
+            "I save with the menu.",
+            'agent.click(element_description="the File menu")',
+            Outcome.failure("the grounder found two File menus"),
+            (Grounding("the File menu", "ocr", None),),
+        ),
+        (
+            "The File menu is in the editor window's menu bar.",
+            'agent.click(element_description="File in the editor menu bar")',
+            Outcome.success(),
+            (Grounding("File in the editor menu bar", "ui-tars-1.5-7b", Point(42, 61)),),
+        ),
+    ]
     records = [
         StepRecord(i, screen, f"{why}\n```python\n{action}\n```", action, outcome, grounding)
         for i, (why, action, outcome, grounding) in enumerate(replies, 1)
@@ -168,11 +182,14 @@ def _records() -> tuple[list[StepRecord], EncodedImage]:
 def test_worker_conversation_matches_its_snapshot() -> None:
     records, screen = _records()
     messages = build_messages(
-        "(system prompt)", "Write Hello in a new file and save it as hello.txt in the home folder.",
-        records, screen, ["the file must be called hello.txt"],
+        "(system prompt)",
+        "Write Hello in a new file and save it as hello.txt in the home folder.",
+        records,
+        screen,
+        ["the file must be called hello.txt"],
         reflection="OFF TRACK\nThe first File click was ambiguous; describe the menu bar.",
         max_steps=15,
-    )  # fmt: skip
+    )
     assert_snapshot("conversation_worker", _conversation(messages))
 
 
@@ -254,9 +271,14 @@ def test_the_native_example_is_read_by_the_native_grounder() -> None:
 
 def test_no_credentials_sudo_or_benchmark_rules_in_any_template() -> None:
     forbidden = [
-        r"password\s*(is|:|=)", r"\bsudo\s+(-\w|apt|pip|dnf|yum|sh\b)", r"\|\s*sudo",
-        r"/home/user\b", r"osworld", r"windowsagentarena", r"androidworld",
-    ]  # fmt: skip
+        r"password\s*(is|:|=)",
+        r"\bsudo\s+(-\w|apt|pip|dnf|yum|sh\b)",
+        r"\|\s*sudo",
+        r"/home/user\b",
+        r"osworld",
+        r"windowsagentarena",
+        r"androidworld",
+    ]
     for role in ROLES:
         text = resources.files("agent_s.prompts").joinpath(f"{role}.md").read_text("utf-8")
         for pattern in forbidden:

@@ -248,8 +248,10 @@ def test_always_for_this_run_covers_the_same_risk_until_reset() -> None:
     assert first.decided_by == "approver (always for this run from now)"
     later = gate.check(subject_for_code("bash", "echo 2"))
     assert (later.allowed, later.decided_by, later.approver) == (
-        True, "approver (always for this run)", "alice",
-    )  # fmt: skip
+        True,
+        "approver (always for this run)",
+        "alice",
+    )
     assert len(approver.requests) == 1
     other = gate.check(subject('agent.hotkey(["alt", "f4"])'))  # another risk: asked again
     assert other.allowed
@@ -308,8 +310,12 @@ def test_cli_approver_shows_exact_text_and_saves_the_crop(tmp_path: Path) -> Non
         prompts.append(prompt)
         return next(answers)
 
-    approver = CliApprover(Console(file=out, width=120, no_color=True), read_line=read_line,
-                           image_dir=tmp_path, user="carol")  # fmt: skip
+    approver = CliApprover(
+        Console(file=out, width=120, no_color=True),
+        read_line=read_line,
+        image_dir=tmp_path,
+        user="carol",
+    )
     typed = subject('agent.type(text="echo $(id) ; done  \\n\\tx", enter=True)', (XTERM,))
     image = approval_image(Screenshot(Image.new("RGB", (640, 480))), [], XTERM)
     risks = tuple(Policy(SafetyConfig()).risks(typed))
@@ -346,8 +352,12 @@ def test_cli_approver_shows_code_and_end_of_input_refuses() -> None:
 
 
 def test_environment_variables_set_the_mode_and_the_code_limits() -> None:
-    env = {"AGENT_S_SAFETY": "deny-risky", "AGENT_S_CODE_SANDBOX": "bwrap",
-           "AGENT_S_CODE_TIMEOUT": "7.5", "AGENT_S_CODE_STEPS": "3"}  # fmt: skip
+    env = {
+        "AGENT_S_SAFETY": "deny-risky",
+        "AGENT_S_CODE_SANDBOX": "bwrap",
+        "AGENT_S_CODE_TIMEOUT": "7.5",
+        "AGENT_S_CODE_STEPS": "3",
+    }
     config = AgentConfig.from_env(env)
     assert config.safety.mode == "deny-risky"
     assert (config.code.sandbox, config.code.timeout_s, config.code.max_steps) == ("bwrap", 7.5, 3)

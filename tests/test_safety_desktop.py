@@ -61,10 +61,12 @@ def agent_for(
     server: ScriptedModelServer, x11: Any, tmp_path: Path, mode: str, approver: Any = None
 ) -> Agent:
     model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "sk-desk")
-    config = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=0.2,
-                         safety=SafetyConfig(mode=mode))  # type: ignore[arg-type]  # fmt: skip
-    return Agent(model, settings=config, grounding=GroundingConfig("native"), backend=x11,
-                 approver=approver)  # fmt: skip
+    config = AgentConfig(
+        record_dir=tmp_path / "runs", settle_seconds=0.2, safety=SafetyConfig(mode=mode)
+    )  # type: ignore[arg-type]
+    return Agent(
+        model, settings=config, grounding=GroundingConfig("native"), backend=x11, approver=approver
+    )
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 6.0) -> Any:
@@ -85,12 +87,17 @@ def test_text_typed_into_a_terminal_arrives_literally_and_runs_nothing(
 ) -> None:
     out = tmp_path / "typed.txt"
     text = payload(tmp_path)
-    apps([*XTERM, "-title", "agent-cat", "-e", "sh", "-c", 'exec cat > "$1"', "sh", str(out)],
-         window="agent-cat")  # fmt: skip
+    apps(
+        [*XTERM, "-title", "agent-cat", "-e", "sh", "-c", 'exec cat > "$1"', "sh", str(out)],
+        window="agent-cat",
+    )
     x11.activate("agent-cat")
     approver = Approver(Approval(True, by="tester", always=True))
-    script = [reply(call("type", text=text)), reply(call("hotkey", keys=["ctrl", "d"])),
-              reply(act("agent.done()"))]  # fmt: skip
+    script = [
+        reply(call("type", text=text)),
+        reply(call("hotkey", keys=["ctrl", "d"])),
+        reply(act("agent.done()")),
+    ]
     with ScriptedModelServer(script) as server:
         result = agent_for(server, x11, tmp_path, "confirm", approver).run("Type the text")
     assert result.succeeded, result
@@ -108,8 +115,11 @@ def test_text_typed_into_an_editor_is_saved_literally(apps: Any, x11: Any, tmp_p
     text = payload(tmp_path)
     apps(["mousepad", str(doc)], window="literal.txt")
     x11.activate("literal.txt")
-    script = [reply(call("type", text=text)), reply(call("hotkey", keys=["ctrl", "s"])),
-              reply(act("agent.done()"))]  # fmt: skip
+    script = [
+        reply(call("type", text=text)),
+        reply(call("hotkey", keys=["ctrl", "s"])),
+        reply(act("agent.done()")),
+    ]
     with ScriptedModelServer(script) as server:
         result = agent_for(server, x11, tmp_path, "confirm").run("Type the text and save")
     assert result.succeeded, result
@@ -131,8 +141,10 @@ def test_approval_granted_refused_and_nobody_to_ask(
         "refused": Approver(Approval(False, by="frank", note="not now")),
         "nobody": None,
     }[case]
-    script = [reply(call("type", text="echo approved > result.txt", enter=True)),
-              reply(act("agent.done()"))]  # fmt: skip
+    script = [
+        reply(call("type", text="echo approved > result.txt", enter=True)),
+        reply(act("agent.done()")),
+    ]
     with ScriptedModelServer(script) as server:
         result = agent_for(server, x11, tmp_path, "confirm", approver).run("Write result.txt")
         told = str(server.requests[1].body)
@@ -144,8 +156,10 @@ def test_approval_granted_refused_and_nobody_to_ask(
     if case == "granted":
         assert wait_for(lambda: read(made) == "approved\n"), read(made)
         assert (safety["allowed"], safety["decided_by"], safety["approver"]) == (
-            True, "approver", "frank",
-        )  # fmt: skip
+            True,
+            "approver",
+            "frank",
+        )
         assert step.outcome == "ok"
         assert step.executed  # the keys went to the terminal
         (asked,) = approver.requests  # type: ignore[union-attr]
@@ -173,8 +187,9 @@ def test_approval_granted_refused_and_nobody_to_ask(
     assert "Refused: this action was not carried out" in step.detail
 
 
-def test_the_corner_fail_safe_stops_the_run_as_cancelled(x11: Any, desktop: Any,
-                                                         tmp_path: Path) -> None:  # fmt: skip
+def test_the_corner_fail_safe_stops_the_run_as_cancelled(
+    x11: Any, desktop: Any, tmp_path: Path
+) -> None:
     script = [reply(act('agent.click("(640, 400)")'))]
     try:
         x11.move(Point(0, 0))  # the user throws the mouse into a corner

@@ -227,8 +227,7 @@ def test_launches_and_focus_changes_are_checked_against_the_allow_list(tmp_path:
     assert "allow list" in reasons(judged(f'agent.open("{script}")'), config)  # runnable
     assert "allow list" in reasons(judged(f'agent.open("{tmp_path}/x.desktop")'), config)
     # with an allow list, switching to an application outside it is risky too
-    assert "switches to XTerm (sh)" in reasons(judged('agent.switch_applications("xterm")'),
-                                               config)  # fmt: skip
+    assert "switches to XTerm (sh)" in reasons(judged('agent.switch_applications("xterm")'), config)
     assert reasons(judged('agent.switch_applications("mousepad")'), config) == ""
     # without one, a switch is judged by what the window then receives (see the routes above)
     assert reasons(judged('agent.switch_applications("xterm")')) == ""
@@ -267,8 +266,11 @@ class TypeRoute(Route):
 
 class HotkeysRoute(Route):
     def actions(self, term: WindowInfo, folder: Path) -> list[str]:
-        return [call("hotkey", keys=["shift", "."]), call("hotkey", keys=["q"]),
-                call("hotkey", keys=["enter"])]  # fmt: skip
+        return [
+            call("hotkey", keys=["shift", "."]),
+            call("hotkey", keys=["q"]),
+            call("hotkey", keys=["enter"]),
+        ]
 
 
 class HoldAndPressRoute(Route):
@@ -287,8 +289,10 @@ class SwitchThenTypeRoute(Route):
     focus = "editor"
 
     def actions(self, term: WindowInfo, folder: Path) -> list[str]:
-        return [call("switch_applications", app_code="agent-sh"),
-                call("type", text=">q", enter=True)]  # fmt: skip
+        return [
+            call("switch_applications", app_code="agent-sh"),
+            call("type", text=">q", enter=True),
+        ]
 
 
 class ClickThenTypeRoute(Route):
@@ -314,12 +318,15 @@ class ShiftInsertRoute(Route):
 
 
 ROUTES: dict[str, type[Route]] = {
-    "type": TypeRoute, "hotkey letter by letter": HotkeysRoute,
-    "hold_and_press": HoldAndPressRoute, "set_cell_values(app_name=terminal)": CellValuesRoute,
+    "type": TypeRoute,
+    "hotkey letter by letter": HotkeysRoute,
+    "hold_and_press": HoldAndPressRoute,
+    "set_cell_values(app_name=terminal)": CellValuesRoute,
     "switch_applications then type": SwitchThenTypeRoute,
     "click into the terminal and type": ClickThenTypeRoute,
-    "middle-click paste": MiddleClickRoute, "shift+insert paste": ShiftInsertRoute,
-}  # fmt: skip
+    "middle-click paste": MiddleClickRoute,
+    "shift+insert paste": ShiftInsertRoute,
+}
 
 
 @pytest.fixture
@@ -332,8 +339,10 @@ def two_windows(apps: Any, x11: Any, tmp_path: Path) -> tuple[WindowInfo, Path]:
     doc.write_text("")
     # its own settings and state: mousepad restores a killed instance's session (and unsaved
     # text) at its next start, which would put a dialog in front of the next test's editor
-    state = {name: str(tmp_path / name.lower()) for name in
-             ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}  # fmt: skip
+    state = {
+        name: str(tmp_path / name.lower())
+        for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+    }
     state["GSETTINGS_BACKEND"] = "memory"
     apps(["mousepad", str(doc)], window="notes.txt", env=state)
     assert term is not None
@@ -343,14 +352,23 @@ def two_windows(apps: Any, x11: Any, tmp_path: Path) -> tuple[WindowInfo, Path]:
 @pytest.mark.parametrize("mode", ["auto", "confirm", "deny-risky"])
 @pytest.mark.parametrize("route", list(ROUTES))
 def test_each_route_to_the_shell_by_its_effect(
-    route: str, mode: str, two_windows: tuple[WindowInfo, Path], x11: Any, desktop: Any,
+    route: str,
+    mode: str,
+    two_windows: tuple[WindowInfo, Path],
+    x11: Any,
+    desktop: Any,
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     term, shell = two_windows
     way = ROUTES[route]()
     if way.primary is not None:
-        subprocess.run(["xclip", "-i", "-selection", "primary"], input=way.primary.encode(),
-                       env=desktop.env, check=True, timeout=10)  # fmt: skip
+        subprocess.run(
+            ["xclip", "-i", "-selection", "primary"],
+            input=way.primary.encode(),
+            env=desktop.env,
+            check=True,
+            timeout=10,
+        )
     x11.activate("agent-sh" if way.focus == "terminal" else "notes.txt")
     script = [reply(text) for text in way.actions(term, shell)] + [reply(act("agent.done()"))]
     with ScriptedModelServer(script) as server:
@@ -370,12 +388,20 @@ def test_the_code_agent_route_by_its_effect(
     _, shell = two_windows
     block = f"Run this.\n```bash\ntouch {shell}/q\n```"
     script = {
-        "auto": [act("agent.call_code_agent('make q')"), block, "Made q.\nDONE",
-                 act("agent.done()")],
-        "confirm": [act("agent.call_code_agent('make q')"), block, "Refused.\nFAIL",
-                    act("agent.done()")],
+        "auto": [
+            act("agent.call_code_agent('make q')"),
+            block,
+            "Made q.\nDONE",
+            act("agent.done()"),
+        ],
+        "confirm": [
+            act("agent.call_code_agent('make q')"),
+            block,
+            "Refused.\nFAIL",
+            act("agent.done()"),
+        ],
         "deny-risky": [act("agent.call_code_agent('make q')"), act("agent.done()")],
-    }[mode]  # fmt: skip
+    }[mode]
     with ScriptedModelServer([reply(text) for text in script]) as server:
         agent_for(server, x11, tmp_path, mode).run("Make the file q")
     made = list(shell.iterdir())
@@ -393,10 +419,15 @@ def test_a_terminal_that_takes_the_focus_while_the_model_thinks_is_judged(
     script = [slow(2.0, reply(call("type", text=">q", enter=True))), reply(act("agent.done()"))]
     with ScriptedModelServer(script) as server:
         agent = agent_for(server, x11, tmp_path, mode)
-        raise_terminal = threading.Timer(0.7, lambda: subprocess.run(
-            ["xdotool", "search", "--name", "agent-sh", "windowactivate"],
-            env=desktop.env, check=False, timeout=10,
-        ))  # fmt: skip
+        raise_terminal = threading.Timer(
+            0.7,
+            lambda: subprocess.run(
+                ["xdotool", "search", "--name", "agent-sh", "windowactivate"],
+                env=desktop.env,
+                check=False,
+                timeout=10,
+            ),
+        )
         raise_terminal.start()
         try:
             agent.run("Type >q into the editor")
@@ -424,11 +455,20 @@ def test_a_terminal_that_takes_the_focus_in_the_middle_of_an_action_stops_it(
     def steal_focus_once_typing_starts() -> None:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            title = subprocess.run(["xdotool", "getactivewindow", "getwindowname"],
-                                   env=desktop.env, capture_output=True, text=True, check=False)
+            title = subprocess.run(
+                ["xdotool", "getactivewindow", "getwindowname"],
+                env=desktop.env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if title.stdout.startswith("*"):  # mousepad marks the document modified
-                subprocess.run(["xdotool", "search", "--name", "agent-sh", "windowactivate"],
-                               env=desktop.env, check=False, timeout=10)  # fmt: skip
+                subprocess.run(
+                    ["xdotool", "search", "--name", "agent-sh", "windowactivate"],
+                    env=desktop.env,
+                    check=False,
+                    timeout=10,
+                )
                 return
             time.sleep(0.02)
 

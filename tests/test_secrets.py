@@ -84,9 +84,13 @@ def test_every_printed_form_is_redacted_longest_first_and_short_values_are_ignor
 
 
 def test_variables_that_look_secret_are_redacted_without_being_named() -> None:
-    environ = {"GITHUB_TOKEN": "ghp_abcdefgh1234", "DB_PASSWORD": "hunter2hunter2",
-               "PASSWORD_STORE_DIR": "/home/u/.password-store", "API_KEY": "short",
-               "EDITOR": "mousepad-editor"}  # fmt: skip
+    environ = {
+        "GITHUB_TOKEN": "ghp_abcdefgh1234",
+        "DB_PASSWORD": "hunter2hunter2",
+        "PASSWORD_STORE_DIR": "/home/u/.password-store",
+        "API_KEY": "short",
+        "EDITOR": "mousepad-editor",
+    }
     redactor = Redactor(environ=environ)
     assert set(redactor.values) == {"ghp_abcdefgh1234", "hunter2hunter2"}  # no paths, no "short"
     assert redactor.text("mousepad-editor, ghp_abcdefgh1234") == f"mousepad-editor, {PLACEHOLDER}"
@@ -96,8 +100,11 @@ def test_secrets_are_named_in_the_config_file_and_by_variable(tmp_path: Path) ->
     (tmp_path / "vault.txt").write_text(f"{VAULT}\n\n  second-value-1234 \n")
     config = tmp_path / "config.toml"
     config.write_text(f'[secrets]\nenv = ["SHOP_PIN"]\nfiles = ["{tmp_path / "vault.txt"}"]\n')
-    environ = {"AGENT_S_SECRET_ENV": " OTHER_NAME , UNSET", "SHOP_PIN": PIN,
-               "OTHER_NAME": "other-secret-99"}  # fmt: skip
+    environ = {
+        "AGENT_S_SECRET_ENV": " OTHER_NAME , UNSET",
+        "SHOP_PIN": PIN,
+        "OTHER_NAME": "other-secret-99",
+    }
     values = read_secrets(config, environ=environ)
     assert values == (PIN, "other-secret-99", VAULT, "second-value-1234")
     assert read_secrets(environ={**environ, "AGENT_S_CONFIG": str(config)}) == values
@@ -147,12 +154,19 @@ def test_secrets_printed_by_code_reach_no_file_and_no_model(
     ]
     with ScriptedModelServer(script) as server:
         settings = AgentConfig(
-            settle_seconds=0, record_dir=tmp_path / "runs", retry_attempts=1, secrets=secrets,
+            settle_seconds=0,
+            record_dir=tmp_path / "runs",
+            retry_attempts=1,
+            secrets=secrets,
             code=CodeAgentConfig(workdir=work, python=sys.executable),
-        )  # fmt: skip
+        )
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        agent = Agent(model, settings=settings, grounding=GroundingConfig("native"),
-                      backend=RecordingBackend([Image.new("RGB", (640, 480))] * 2))  # fmt: skip
+        agent = Agent(
+            model,
+            settings=settings,
+            grounding=GroundingConfig("native"),
+            backend=RecordingBackend([Image.new("RGB", (640, 480))] * 2),
+        )
         result = agent.run(f"Check that the shop PIN {PIN} still works")
     assert result.status is RunStatus.SUCCEEDED, result
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"  # the key still works
@@ -196,8 +210,12 @@ def test_ocr_text_of_a_secret_on_the_screen_is_redacted_in_the_feedback(tmp_path
     with ScriptedModelServer(script) as server:
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
         settings = AgentConfig(settle_seconds=0, record_dir=tmp_path, secrets=(WORD,))
-        agent = Agent(model, settings=settings, grounding=GroundingConfig("ocr"),
-                      backend=RecordingBackend([screen, screen]))  # fmt: skip
+        agent = Agent(
+            model,
+            settings=settings,
+            grounding=GroundingConfig("ocr"),
+            backend=RecordingBackend([screen, screen]),
+        )
         result = agent.run("Quit the vault")
     told = texts(server.requests[1])
     assert "could not find 'the Quit button'" in told
@@ -218,8 +236,9 @@ def test_a_secret_in_a_window_is_redacted_from_the_accessibility_snapshot(
     x11.activate(f"{WORD}.txt")
     with ScriptedModelServer([reply(act("agent.done()"))]) as server:
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        settings = AgentConfig(settle_seconds=0, record_dir=tmp_path / "runs", a11y_snapshot=True,
-                               secrets=(WORD,))  # fmt: skip
+        settings = AgentConfig(
+            settle_seconds=0, record_dir=tmp_path / "runs", a11y_snapshot=True, secrets=(WORD,)
+        )
         agent = Agent(model, settings=settings, grounding=GroundingConfig("ocr"), backend=x11)
         result = agent.run("Read the vault phrase")
     snapshot = next(t for t in texts(server.requests[0]).split("\n\n") if "accessibility" in t)
@@ -235,10 +254,20 @@ def test_a_secret_in_a_window_is_redacted_from_the_accessibility_snapshot(
 
 def _cli(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
     return [
-        "run", "--provider", "openai-compatible", "--model", "scripted-model",
-        "--base-url", server.openai_base_url, "--ground", "native", "--record", str(tmp_path),
-        "--json", *extra,
-    ]  # fmt: skip
+        "run",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.openai_base_url,
+        "--ground",
+        "native",
+        "--record",
+        str(tmp_path),
+        "--json",
+        *extra,
+    ]
 
 
 def test_api_key_leaves_the_command_line_at_once(tmp_path: Path, desktop: Any) -> None:
@@ -252,17 +281,23 @@ def test_api_key_leaves_the_command_line_at_once(tmp_path: Path, desktop: Any) -
     with ScriptedModelServer(answer) as server:
         proc = subprocess.Popen(
             [AGENT_S, *_cli(server, tmp_path, "--api-key", KEY, "Look around")],
-            env={**_CLEAN, **desktop.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**_CLEAN, **desktop.env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         try:
             deadline = time.monotonic() + 60
             while not asked.wait(0.1):
                 assert proc.poll() is None, proc.communicate()
                 assert time.monotonic() < deadline, "the run never called the model"
             cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
-            shown = subprocess.run(["ps", "-o", "args=", "-p", str(proc.pid)],
-                                   capture_output=True, text=True, check=True).stdout  # fmt: skip
+            shown = subprocess.run(
+                ["ps", "-o", "args=", "-p", str(proc.pid)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
         finally:
             release.set()
             stdout, stderr = proc.communicate(timeout=60)
@@ -307,8 +342,10 @@ def test_api_key_file_gives_the_key_from_its_first_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(None, "cannot read {} (No such file"),
-     ("\n\nsk-later-line\n", "the first line of {} is empty")],  # fmt: skip
+    [
+        (None, "cannot read {} (No such file"),
+        ("\n\nsk-later-line\n", "the first line of {} is empty"),
+    ],
 )
 def test_an_unusable_api_key_file_is_a_usage_error_that_names_the_fix(
     tmp_path: Path, content: str | None, message: str
@@ -316,8 +353,16 @@ def test_an_unusable_api_key_file_is_a_usage_error_that_names_the_fix(
     key_file = tmp_path / "key"
     if content is not None:
         key_file.write_text(content)
-    args = ["run", "--provider", "openai", "--model", "gpt-4o", "--api-key-file", str(key_file),
-            "Look"]  # fmt: skip
+    args = [
+        "run",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4o",
+        "--api-key-file",
+        str(key_file),
+        "Look",
+    ]
     environ = {**_CLEAN, "DISPLAY": ":999", "COLUMNS": "400"}  # one line, no wrapping
     result = CliRunner().invoke(app, args, env=environ)
     assert result.exit_code == 2, result.output

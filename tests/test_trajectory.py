@@ -23,15 +23,22 @@ SECRET = "sk-live-abcdefghijklmnop"  # noqa: S105 - a fake key to search for
 
 def entry(step: int, reply: str = "ok") -> StepEntry:
     return StepEntry(
-        step=step, started_at=1.0, seconds=0.5, screenshot=f"step_{step:03d}.png",
-        screen=(1280, 800), active_window="Mousepad: a.txt", request={"messages": 2},
-        calls=(ModelCall("generate", reply, 10, 5, 0.001, 0.2),), reply=reply,
+        step=step,
+        started_at=1.0,
+        seconds=0.5,
+        screenshot=f"step_{step:03d}.png",
+        screen=(1280, 800),
+        active_window="Mousepad: a.txt",
+        request={"messages": 2},
+        calls=(ModelCall("generate", reply, 10, 5, 0.001, 0.2),),
+        reply=reply,
         action={"action": "click", "element_description": "OK"},
         action_text="agent.click(element_description='OK')",
         grounding=(GroundingEntry("OK", "element", "a11y", (5, 6), (0, 0, 10, 12), 0.9, "name"),),
-        executed=({"op": "Click", "at": {"x": 5, "y": 6}},), code="pyautogui.click(5, 6)",
+        executed=({"op": "Click", "at": {"x": 5, "y": 6}},),
+        code="pyautogui.click(5, 6)",
         outcome="ok",
-    )  # fmt: skip
+    )
 
 
 def test_round_trip_and_redaction(tmp_path: Path) -> None:
@@ -40,10 +47,16 @@ def test_round_trip_and_redaction(tmp_path: Path) -> None:
     writer.write_step(entry(1))
     writer.write_step(entry(2, reply=f"the key is {SECRET}"))
     result = RunResult(
-        "t", RunStatus.SUCCEEDED, "done", usage=Usage(10, 5, calls=1, cost_usd=0.001), steps=2,
-        timings=Timings(total=1.5), trajectory_dir=writer.folder, verified=True,
+        "t",
+        RunStatus.SUCCEEDED,
+        "done",
+        usage=Usage(10, 5, calls=1, cost_usd=0.001),
+        steps=2,
+        timings=Timings(total=1.5),
+        trajectory_dir=writer.folder,
+        verified=True,
         postcondition=PostconditionResult("test -e x", True, "exit status 0", 0.01),
-    )  # fmt: skip
+    )
     writer.write_result(result)
     writer.close()
     loaded = load_trajectory(writer.folder)

@@ -130,9 +130,10 @@ class TypeAction(ActionModel):
     action: Literal["type"] = "type"
     grounded: ClassVar[Grounded] = (("element", "element_description"),)
     element_description: Description | None = Field(
-        None, description="the text field to click before typing; omit it to type where the "
-        "keyboard focus already is"
-    )  # fmt: skip
+        None,
+        description="the text field to click before typing; omit it to type where the "
+        "keyboard focus already is",
+    )
     text: TypableText = Field("", description="the text to type, exactly as it should appear")
     overwrite: bool = Field(False, description="select all and delete the old text first")
     enter: bool = Field(False, description="press Enter after typing")
@@ -161,9 +162,11 @@ class ScrollAction(ActionModel):
     grounded: ClassVar[Grounded] = (("element", "element_description"),)
     element_description: Description = Field(description="the element to scroll in")
     clicks: ScrollClicks = Field(
-        ge=-50, le=50, description="wheel notches, not zero: positive scrolls up (or right with "
-        "shift), negative scrolls down (or left with shift)"
-    )  # fmt: skip
+        ge=-50,
+        le=50,
+        description="wheel notches, not zero: positive scrolls up (or right with "
+        "shift), negative scrolls down (or left with shift)",
+    )
     shift: bool = Field(False, description="scroll horizontally instead of vertically")
 
     def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
@@ -214,9 +217,10 @@ class HotkeyAction(ActionModel):
 
     action: Literal["hotkey"] = "hotkey"
     keys: KeyList = Field(
-        min_length=1, max_length=6, description="key names pressed together in this order, "
-        "e.g. ['ctrl', 'c'] or ['enter']"
-    )  # fmt: skip
+        min_length=1,
+        max_length=6,
+        description="key names pressed together in this order, e.g. ['ctrl', 'c'] or ['enter']",
+    )
 
     def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
         return [ops.Hotkey(self.keys)]
@@ -262,11 +266,13 @@ class SetCellValuesAction(ActionModel):
 
     action: Literal["set_cell_values"] = "set_cell_values"
     cell_values: CellValues = Field(
-        min_length=1, max_length=1000, description="cell reference -> value, e.g. {'A1': 'Name', "
+        min_length=1,
+        max_length=1000,
+        description="cell reference -> value, e.g. {'A1': 'Name', "
         "'B1': 3.5, 'C1': True, 'D1': None}; None empties the cell. Text is typed into the cell, "
         "so Calc reads it as typed: '=SUM(B1:B9)' is a formula, a leading apostrophe keeps "
-        "'007' as text, and AutoCorrect may change it (it capitalises the first word of a line)"
-    )  # fmt: skip
+        "'007' as text, and AutoCorrect may change it (it capitalises the first word of a line)",
+    )
     app_name: Description = Field(
         description="the spreadsheet's window, e.g. its file name as shown in the title bar"
     )

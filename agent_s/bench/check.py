@@ -41,14 +41,30 @@ CATEGORIES = {
     "web": "needs live web",
     "cache": "needs the file cache",
 }
-SETUP_STEPS = {"launch", "open", "execute", "command", "sleep", "activate_window",
-               "close_window", "download", "chrome_open_tabs", "chrome_close_tabs"}  # fmt: skip
+SETUP_STEPS = {
+    "launch",
+    "open",
+    "execute",
+    "command",
+    "sleep",
+    "activate_window",
+    "close_window",
+    "download",
+    "chrome_open_tabs",
+    "chrome_close_tabs",
+}
 WEB_STEPS = {"googledrive", "login", "update_browse_history"}
 APPS = {
-    "chrome": "chromium", "gimp": "gimp", "libreoffice_calc": "soffice",
-    "libreoffice_impress": "soffice", "libreoffice_writer": "soffice",
-    "thunderbird": "thunderbird", "vlc": "vlc", "vs_code": "code", "terminal": "xterm",
-}  # fmt: skip
+    "chrome": "chromium",
+    "gimp": "gimp",
+    "libreoffice_calc": "soffice",
+    "libreoffice_impress": "soffice",
+    "libreoffice_writer": "soffice",
+    "thunderbird": "thunderbird",
+    "vlc": "vlc",
+    "vs_code": "code",
+    "terminal": "xterm",
+}
 _GNOME = re.compile(
     r"\bsudo\b|\{CLIENT_PASSWORD\}|\bgsettings\b|\bdconf\b|/run/user/1000|\bgio\b|"
     r"\bnautilus\b|\bgnome-(?!terminal)[a-z-]+|\btimedatectl\b|\bpactl\b|\bsystemctl\b"
@@ -176,16 +192,26 @@ class CheckReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "total": len(self.tasks), "runnable": self.runnable,
+            "total": len(self.tasks),
+            "runnable": self.runnable,
             "domains": {
-                d: {"total": r["total"], "runnable": r["runnable"],
-                    "blocked_by": dict(r["blocked_by"])}  # fmt: skip
+                d: {
+                    "total": r["total"],
+                    "runnable": r["runnable"],
+                    "blocked_by": dict(r["blocked_by"]),
+                }
                 for d, r in self.domains().items()
             },
             "tasks": [
-                {"id": t.id, "domain": t.domain, "runnable": not reasons,
-                 "reasons": [{"category": r.category, "detail": r.detail, "text": str(r)}
-                             for r in reasons]}  # fmt: skip
+                {
+                    "id": t.id,
+                    "domain": t.domain,
+                    "runnable": not reasons,
+                    "reasons": [
+                        {"category": r.category, "detail": r.detail, "text": str(r)}
+                        for r in reasons
+                    ],
+                }
                 for t, reasons in self.tasks
             ],
         }

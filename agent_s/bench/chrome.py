@@ -60,9 +60,15 @@ def chromium_argv(argv: list[str], port: int, profile: Path) -> list[str]:
     any ``--remote-debugging-port`` / ``--user-data-dir`` of the task is replaced, first-run
     prompts are off."""
     keep = [a for a in argv[1:] if not a.startswith((_PORT_FLAG, "--user-data-dir="))]
-    extra = [f"{_PORT_FLAG}{port}", f"--remote-debugging-address={HOST}",
-             f"--user-data-dir={profile}", "--no-first-run", "--no-default-browser-check",
-             "--disable-gpu", "--password-store=basic"]  # fmt: skip
+    extra = [
+        f"{_PORT_FLAG}{port}",
+        f"--remote-debugging-address={HOST}",
+        f"--user-data-dir={profile}",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-gpu",
+        "--password-store=basic",
+    ]
     return [argv[0], *extra, *[a for a in keep if a not in extra]]
 
 
@@ -139,5 +145,11 @@ class DevTools:
 
 
 __all__ = [
-    "DevTools", "DevToolsError", "HOST", "Tab", "chromium_argv", "free_port", "is_chromium",
-]  # fmt: skip
+    "DevTools",
+    "DevToolsError",
+    "HOST",
+    "Tab",
+    "chromium_argv",
+    "free_port",
+    "is_chromium",
+]

@@ -91,9 +91,12 @@ def _stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
 
 
 def run_worker(
-    spec: dict[str, Any], folder: Path, api_key: str | None, timeout: float,
+    spec: dict[str, Any],
+    folder: Path,
+    api_key: str | None,
+    timeout: float,
     workers: Workers | None = None,
-) -> int | str:  # fmt: skip
+) -> int | str:
     """Run one task's worker process on this machine (the local backend does this too);
     its output goes to ``worker.log`` in the folder. The exit status, or why there is none.
     ``workers``: the run's running workers (``Workers.cancel`` ends them)."""
@@ -110,8 +113,9 @@ def run_worker(
         try:
             # cwd is the task folder: ``python -m`` puts its cwd first on sys.path, and a
             # checkout's own agent_s/ folder there would shadow the installed package.
-            proc = workers.start(argv, env=env, cwd=folder, stdin=read_fd, stdout=log,
-                                 stderr=subprocess.STDOUT)  # fmt: skip
+            proc = workers.start(
+                argv, env=env, cwd=folder, stdin=read_fd, stdout=log, stderr=subprocess.STDOUT
+            )
         except BaseException:
             os.close(write_fd)
             raise
@@ -145,8 +149,9 @@ def run_on_node(
         folder.mkdir()
         task_path = scratch / "task.json"
         task_path.write_text(task_text, encoding="utf-8")
-        code = run_worker({**spec, "folder": str(folder), "task_path": str(task_path)},
-                          folder, api_key, timeout)  # fmt: skip
+        code = run_worker(
+            {**spec, "folder": str(folder), "task_path": str(task_path)}, folder, api_key, timeout
+        )
         files = {}
         for path in sorted(folder.rglob("*")):
             relative = path.relative_to(folder)
@@ -212,8 +217,12 @@ class RayBackend:
                     # announcing the machine's interface address.
                     extra["_node_ip_address"] = host
             try:
-                ray.init(address=self.address or "auto", log_to_driver=False,
-                         logging_level="warning", **extra)  # fmt: skip
+                ray.init(
+                    address=self.address or "auto",
+                    log_to_driver=False,
+                    logging_level="warning",
+                    **extra,
+                )
             except (ConnectionError, RuntimeError) as err:
                 raise RayUnavailable(f"no Ray cluster at {self.address or 'auto'}: {err}") from err
             self._started = True
@@ -228,9 +237,13 @@ class RayBackend:
             self._started = False
 
     def run(
-        self, spec: dict[str, Any], task_text: str, api_key: str | None, timeout: float,
+        self,
+        spec: dict[str, Any],
+        task_text: str,
+        api_key: str | None,
+        timeout: float,
         folder: Path,
-    ) -> int | str:  # fmt: skip
+    ) -> int | str:
         """Run one task on the cluster and write its files into ``folder``; the exit status."""
         import ray
 
@@ -266,5 +279,12 @@ class RayBackend:
                 ray.cancel(ref, force=True)
 
 
-__all__ = ["NODE_ONLY", "RayBackend", "RayUnavailable", "Workers", "run_on_node", "run_worker",
-           "write_back"]  # fmt: skip
+__all__ = [
+    "NODE_ONLY",
+    "RayBackend",
+    "RayUnavailable",
+    "Workers",
+    "run_on_node",
+    "run_worker",
+    "write_back",
+]

@@ -71,9 +71,11 @@ class SetupFailed(RuntimeError):
 
 def fill_placeholders(text: str, width: int, height: int) -> str:
     values = {
-        "SCREEN_WIDTH": width, "SCREEN_HEIGHT": height,
-        "SCREEN_WIDTH_HALF": width // 2, "SCREEN_HEIGHT_HALF": height // 2,
-    }  # fmt: skip
+        "SCREEN_WIDTH": width,
+        "SCREEN_HEIGHT": height,
+        "SCREEN_WIDTH_HALF": width // 2,
+        "SCREEN_HEIGHT_HALF": height // 2,
+    }
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), text)
 
 
@@ -140,9 +142,12 @@ class TaskEnvironment:
         try:
             self.backend = X11Backend(self.desktop.display, env=self.desktop.env)
             self.context = GetterContext(
-                home=home, env=dict(self.desktop.env), cache_dir=cache,
-                file_cache=self.file_cache, a11y_tree=_a11y_reader(),
-            )  # fmt: skip
+                home=home,
+                env=dict(self.desktop.env),
+                cache_dir=cache,
+                file_cache=self.file_cache,
+                a11y_tree=_a11y_reader(),
+            )
             if run_config:
                 self.run_steps(self.task.config)
         except BaseException:
@@ -267,8 +272,9 @@ class TaskEnvironment:
 
     def _step_execute(self, params: Mapping[str, Any]) -> None:
         command = self._fill(params["command"])
-        done = run_task_command(self._ctx(), command, shell=bool(params.get("shell", False)),
-                                timeout=SETUP_TIMEOUT)  # fmt: skip
+        done = run_task_command(
+            self._ctx(), command, shell=bool(params.get("shell", False)), timeout=SETUP_TIMEOUT
+        )
         if opens_terminal(command):
             # GNOME's Ctrl+Alt+T opens a terminal; here the snippet's keys go nowhere, and the
             # terminal is started directly (after them, so they cannot reach it).
@@ -362,6 +368,13 @@ def _a11y_reader() -> Any:
 
 
 __all__ = [
-    "APP_ALIASES", "HANDLED_PROGRAMS", "SetupFailed", "SkipTask", "TERMINAL_ARGV",
-    "TaskEnvironment", "fill_placeholders", "launch_argv", "opens_terminal",
-]  # fmt: skip
+    "APP_ALIASES",
+    "HANDLED_PROGRAMS",
+    "SetupFailed",
+    "SkipTask",
+    "TERMINAL_ARGV",
+    "TaskEnvironment",
+    "fill_placeholders",
+    "launch_argv",
+    "opens_terminal",
+]

@@ -92,9 +92,15 @@ def run_task_command(
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return subprocess.run(
-        argv, env=dict(ctx.env), cwd=ctx.home, capture_output=True, text=True,
-        timeout=timeout, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        argv,
+        env=dict(ctx.env),
+        cwd=ctx.home,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _copy(ctx: GetterContext, source: Path, dest: str) -> str | None:
@@ -141,15 +147,17 @@ def get_cache_file(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
 
 def get_vm_command_line(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
     """The standard output of a command run on the desktop."""
-    done = run_task_command(ctx, config["command"], shell=bool(config.get("shell", False)),
-                            timeout=COMMAND_TIMEOUT)  # fmt: skip
+    done = run_task_command(
+        ctx, config["command"], shell=bool(config.get("shell", False)), timeout=COMMAND_TIMEOUT
+    )
     return done.stdout
 
 
 def get_vm_command_error(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
     """The standard error of a command run on the desktop."""
-    done = run_task_command(ctx, config["command"], shell=bool(config.get("shell", False)),
-                            timeout=COMMAND_TIMEOUT)  # fmt: skip
+    done = run_task_command(
+        ctx, config["command"], shell=bool(config.get("shell", False)), timeout=COMMAND_TIMEOUT
+    )
     return done.stderr
 
 
@@ -233,9 +241,17 @@ def accessibility_xml(elements: Sequence[Any]) -> str:
             app = apps[element.app] = ET.SubElement(root, "application", name=element.app)
         tag = element.role.replace(" ", "-") or "unknown"
         box = element.box
-        ET.SubElement(app, tag, name=element.name, description=element.description,
-                      window=element.window, x=str(box.x), y=str(box.y), w=str(box.width),
-                      h=str(box.height))  # fmt: skip
+        ET.SubElement(
+            app,
+            tag,
+            name=element.name,
+            description=element.description,
+            window=element.window,
+            x=str(box.x),
+            y=str(box.y),
+            w=str(box.width),
+            h=str(box.height),
+        )
     return ET.tostring(root, encoding="unicode")
 
 
@@ -256,6 +272,13 @@ GETTERS: dict[str, Getter] = {
 }
 
 __all__ = [
-    "GETTERS", "OSWORLD_HOME", "Getter", "GetterContext", "NeedsFileCache", "accessibility_xml",
-    "cache_lookup", "map_text", "run_task_command",
-]  # fmt: skip
+    "GETTERS",
+    "OSWORLD_HOME",
+    "Getter",
+    "GetterContext",
+    "NeedsFileCache",
+    "accessibility_xml",
+    "cache_lookup",
+    "map_text",
+    "run_task_command",
+]

@@ -61,9 +61,15 @@ class OSWorldRecorder:
             name = ""
             info = {**info, "screenshot_error": f"{type(err).__name__}: {err}"}
         line = {
-            "step_num": n, "action_timestamp": stamp, "action": action, "response": response,
-            "reward": 0, "done": done, "info": dict(info), "screenshot_file": name,
-        }  # fmt: skip
+            "step_num": n,
+            "action_timestamp": stamp,
+            "action": action,
+            "response": response,
+            "reward": 0,
+            "done": done,
+            "info": dict(info),
+            "screenshot_file": name,
+        }
         self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._file.flush()
 
@@ -126,8 +132,15 @@ def run_reference(
                 break
     finally:
         recorder.close()
-        result = RunResult(task.instruction, RunStatus(status), _cause(status), reason,
-                           steps=n, model=policy, started_at=time.time())  # fmt: skip
+        result = RunResult(
+            task.instruction,
+            RunStatus(status),
+            _cause(status),
+            reason,
+            steps=n,
+            model=policy,
+            started_at=time.time(),
+        )
         writer.write_result(result)
         writer.close()
     return PolicyOutcome(last, status, n, reason, extra={"seconds": time.monotonic() - start})
@@ -139,8 +152,9 @@ def _cause(status: str) -> Any:
     )
 
 
-def _ground(action: Any, backend: Any, grounder: Any, ocr: Any, draft: Any, entry: Any,
-            observation: Any) -> list[Any]:  # fmt: skip
+def _ground(
+    action: Any, backend: Any, grounder: Any, ocr: Any, draft: Any, entry: Any, observation: Any
+) -> list[Any]:
     from agent_s.grounding import GroundingError
 
     targets = action.targets()
@@ -200,25 +214,32 @@ def run_agent(task: Task, backend: Any, folder: Path, options: Mapping[str, Any]
     from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 
     model = ModelConfig.from_env(
-        provider=options.get("provider"), model=options.get("model"),
-        base_url=options.get("base_url"), api_key=options.get("api_key"),
-    )  # fmt: skip
+        provider=options.get("provider"),
+        model=options.get("model"),
+        base_url=options.get("base_url"),
+        api_key=options.get("api_key"),
+    )
     grounding = GroundingConfig.from_env(
-        mode=options.get("ground"), url=options.get("ground_url"),
+        mode=options.get("ground"),
+        url=options.get("ground_url"),
         model=options.get("ground_model"),
-    )  # fmt: skip
+    )
     settings = AgentConfig.from_env(
-        max_steps=options.get("max_steps"), max_cost_usd=options.get("max_cost_usd"),
-        record_dir=folder, reflection=options.get("reflection"), **_safety(options),
-    )  # fmt: skip
+        max_steps=options.get("max_steps"),
+        max_cost_usd=options.get("max_cost_usd"),
+        record_dir=folder,
+        reflection=options.get("reflection"),
+        **_safety(options),
+    )
     recorder = OSWorldRecorder(folder, backend)
     last: list[LastAction] = [None]
 
     def on_step(report: Any) -> None:
         last[0] = _last(report.code)
         info = {"outcome": report.outcome.kind, "grounding": [g.grounder for g in report.grounding]}
-        recorder.step(report.step, report.code or "", report.action_text,
-                      report.terminal is not None, info)  # fmt: skip
+        recorder.step(
+            report.step, report.code or "", report.action_text, report.terminal is not None, info
+        )
 
     agent = Agent(model, settings=settings, grounding=grounding, backend=backend, on_step=on_step)
     try:
@@ -228,13 +249,22 @@ def run_agent(task: Task, backend: Any, folder: Path, options: Mapping[str, Any]
     if result.trajectory_dir is not None and result.trajectory_dir.name != "trajectory":
         result.trajectory_dir.rename(folder / "trajectory")
     return PolicyOutcome(
-        last[0], result.status.value, result.steps, result.reason,
-        cost_usd=result.usage.cost_usd, tokens=result.usage.total_tokens,
+        last[0],
+        result.status.value,
+        result.steps,
+        result.reason,
+        cost_usd=result.usage.cost_usd,
+        tokens=result.usage.total_tokens,
         model_calls=result.model_calls,
-    )  # fmt: skip
+    )
 
 
 __all__ = [
-    "POLICIES", "OSWorldRecorder", "PolicyName", "PolicyOutcome", "run_agent", "run_noop",
+    "POLICIES",
+    "OSWorldRecorder",
+    "PolicyName",
+    "PolicyOutcome",
+    "run_agent",
+    "run_noop",
     "run_reference",
-]  # fmt: skip
+]

@@ -40,20 +40,30 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         _add(row, record)
         score = record.get("score")
         if score is None or score < 1.0:
-            failures.append({k: record.get(k) for k in
-                             ("domain", "task_id", "status", "score", "reason")})  # fmt: skip
+            failures.append(
+                {k: record.get(k) for k in ("domain", "task_id", "status", "score", "reason")}
+            )
     overall = _empty()
     for record in rows:
         _add(overall, record)
     return {
         "domains": {d: _finish(r) for d, r in sorted(domains.items())},
-        "overall": _finish(overall), "not_succeeded": failures,
-    }  # fmt: skip
+        "overall": _finish(overall),
+        "not_succeeded": failures,
+    }
 
 
 def _empty() -> dict[str, Any]:
-    return {"tasks": 0, "scored": 0, "score_sum": 0.0, "skipped": 0, "errors": 0,
-            "steps": 0, "seconds": 0.0, "cost_usd": 0.0}  # fmt: skip
+    return {
+        "tasks": 0,
+        "scored": 0,
+        "score_sum": 0.0,
+        "skipped": 0,
+        "errors": 0,
+        "steps": 0,
+        "seconds": 0.0,
+        "cost_usd": 0.0,
+    }
 
 
 def _add(row: dict[str, Any], record: Mapping[str, Any]) -> None:
@@ -74,13 +84,16 @@ def _add(row: dict[str, Any], record: Mapping[str, Any]) -> None:
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
     n = row["scored"]
     return {
-        "tasks": row["tasks"], "scored": n, "skipped": row["skipped"], "errors": row["errors"],
+        "tasks": row["tasks"],
+        "scored": n,
+        "skipped": row["skipped"],
+        "errors": row["errors"],
         "success_rate": round(row["score_sum"] / n, 4) if n else None,
         "mean_steps": round(row["steps"] / n, 2) if n else None,
         "mean_seconds": round(row["seconds"] / n, 2) if n else None,
         "mean_cost_usd": round(row["cost_usd"] / n, 6) if n else None,
         "cost_usd": round(row["cost_usd"], 6),
-    }  # fmt: skip
+    }
 
 
 __all__ = ["load_records", "summarize"]

@@ -121,14 +121,23 @@ class _Budget:
 
 
 def _run_one(
-    options: RunOptions, task: Task, folder: Path, budget: _Budget, ray: RayBackend | None,
+    options: RunOptions,
+    task: Task,
+    folder: Path,
+    budget: _Budget,
+    ray: RayBackend | None,
     workers: Workers,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     left = budget.left()
     if left is not None and left <= 0.0:
         reason = "the run's cost budget was spent before this task"
-        return {"task_id": task.id, "domain": task.domain, "status": "budget_exceeded",
-                "score": None, "reason": reason}  # fmt: skip
+        return {
+            "task_id": task.id,
+            "domain": task.domain,
+            "status": "budget_exceeded",
+            "score": None,
+            "reason": reason,
+        }
     shutil.rmtree(folder, ignore_errors=True)  # a half-finished attempt leaves nothing behind
     folder.mkdir(parents=True)
     agent = dict(options.agent)
@@ -136,12 +145,16 @@ def _run_one(
         agent["max_cost_usd"] = left
     spec = {
         # absolute paths: the worker runs in the task folder (or on another node)
-        "folder": str(folder.resolve()), "task_path": str(Path(str(task.path)).resolve()),
+        "folder": str(folder.resolve()),
+        "task_path": str(Path(str(task.path)).resolve()),
         "domain": task.domain,
-        "policy": options.policy, "model_label": options.model_label, "agent": agent,
+        "policy": options.policy,
+        "model_label": options.model_label,
+        "agent": agent,
         "file_cache": str(options.file_cache.resolve()) if options.file_cache else None,
-        "width": options.width, "height": options.height,
-    }  # fmt: skip
+        "width": options.width,
+        "height": options.height,
+    }
     if ray is None:
         code = run_worker(spec, folder, options.api_key, options.task_timeout, workers)
     else:
@@ -151,12 +164,22 @@ def _run_one(
         code = ray.run(spec, task_text, options.api_key, options.task_timeout, folder)
     record = _read(folder)
     if record is None and workers.cancelled:
-        record = {"task_id": task.id, "domain": task.domain, "status": "cancelled",
-                  "score": None, "reason": f"the run was cancelled (worker: {code})"}  # fmt: skip
+        record = {
+            "task_id": task.id,
+            "domain": task.domain,
+            "status": "cancelled",
+            "score": None,
+            "reason": f"the run was cancelled (worker: {code})",
+        }
     if record is None:
         reason = f"the worker ended without a result (exit: {code}); see worker.log"
-        record = {"task_id": task.id, "domain": task.domain, "status": "error", "score": None,
-                  "reason": reason}  # fmt: skip
+        record = {
+            "task_id": task.id,
+            "domain": task.domain,
+            "status": "error",
+            "score": None,
+            "reason": reason,
+        }
     budget.add(float(record.get("cost_usd") or 0.0))
     return record
 
@@ -182,8 +205,13 @@ def run_suite(
             reasons.append("needs a reference solution: the task file has no 'reference'")
         reason_text = "; ".join(reasons)
         if reasons:
-            record = {"task_id": task.id, "domain": task.domain, "status": "skipped",
-                      "score": None, "reason": reason_text}  # fmt: skip
+            record = {
+                "task_id": task.id,
+                "domain": task.domain,
+                "status": "skipped",
+                "score": None,
+                "reason": reason_text,
+            }
             records[i] = record
             emit({"kind": "end", "task": task.id, "domain": task.domain, "record": record})
             continue
@@ -200,8 +228,15 @@ def run_suite(
         record = _run_one(options, task, folder, budget, ray, workers)
         record.setdefault("seconds", round(time.monotonic() - started, 2))
         records[i] = record
-        emit({"kind": "end", "task": task.id, "domain": task.domain, "record": record,
-              "cost_so_far": budget.spent})  # fmt: skip
+        emit(
+            {
+                "kind": "end",
+                "task": task.id,
+                "domain": task.domain,
+                "record": record,
+                "cost_so_far": budget.spent,
+            }
+        )
 
     with contextlib.ExitStack() as stack:
         if options.backend == "ray" and pending:

@@ -23,9 +23,15 @@ from agent_s.bench.metrics import call_metric
 from agent_s.bench.tasks import SetupStep, Task
 
 _METRIC_ERRORS = (
-    OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, NotImplementedError,
+    OSError,
+    ValueError,
+    KeyError,
+    TypeError,
+    IndexError,
+    AttributeError,
+    NotImplementedError,
     subprocess.TimeoutExpired,
-)  # fmt: skip
+)
 LastAction = Literal["DONE", "FAIL", "WAIT", "OTHER"] | None
 
 
@@ -79,8 +85,11 @@ def evaluate(
     run_postconfig(ev.postconfig)
     if ev.infeasible:
         value = 1.0 if last_action == "FAIL" else 0.0
-        return Score(value, (FuncScore("infeasible", value, str(last_action)),),
-                     "infeasible: 1 only when the last action was fail")  # fmt: skip
+        return Score(
+            value,
+            (FuncScore("infeasible", value, str(last_action)),),
+            "infeasible: 1 only when the last action was fail",
+        )
     if last_action == "FAIL":
         return Score(0.0, (), "the agent ended with fail on a feasible task")
     parts: list[FuncScore] = []

@@ -91,9 +91,14 @@ class Evaluator:
             raise TaskFormatError(f"{where}: 'postconfig' must be a list")
         options = tuple(o or {} for o in spread("options", {}))
         return cls(
-            funcs, spread("result", None), spread("expected", None), options,
-            tuple(SetupStep.from_json(s, f"{where} postconfig") for s in post), conj, is_list,
-        )  # fmt: skip
+            funcs,
+            spread("result", None),
+            spread("expected", None),
+            options,
+            tuple(SetupStep.from_json(s, f"{where} postconfig") for s in post),
+            conj,
+            is_list,
+        )
 
     def getter_types(self) -> set[str]:
         specs = [*self.results, *self.expected]
@@ -237,6 +242,13 @@ def load_suite(name_or_path: str | Path, *, index: str | None = None) -> Suite:
 
 
 __all__ = [
-    "Evaluator", "SetupStep", "Suite", "Task", "TaskFormatError", "builtin_suites",
-    "load_index", "load_suite", "load_task",
-]  # fmt: skip
+    "Evaluator",
+    "SetupStep",
+    "Suite",
+    "Task",
+    "TaskFormatError",
+    "builtin_suites",
+    "load_index",
+    "load_suite",
+    "load_task",
+]

@@ -52,15 +52,24 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     task = load_task(spec["task_path"], domain=spec["domain"])
     policy = spec["policy"]
     record: dict[str, Any] = {
-        "task_id": task.id, "domain": task.domain, "instruction": task.instruction,
-        "policy": policy, "model": spec.get("model_label", policy), "status": "error",
-        "score": None, "steps": 0, "cost_usd": 0.0, "tokens": 0, "started_at": time.time(),
-    }  # fmt: skip
+        "task_id": task.id,
+        "domain": task.domain,
+        "instruction": task.instruction,
+        "policy": policy,
+        "model": spec.get("model_label", policy),
+        "status": "error",
+        "score": None,
+        "steps": 0,
+        "cost_usd": 0.0,
+        "tokens": 0,
+        "started_at": time.time(),
+    }
     log: list[str] = []
     start = time.monotonic()
     file_cache = Path(spec["file_cache"]) if spec.get("file_cache") else None
-    env = TaskEnvironment(task, folder, file_cache=file_cache, width=spec["width"],
-                          height=spec["height"], log=log)  # fmt: skip
+    env = TaskEnvironment(
+        task, folder, file_cache=file_cache, width=spec["width"], height=spec["height"], log=log
+    )
     interrupted: KeyboardInterrupt | None = None
     try:
         env.start()
@@ -74,9 +83,15 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             options = dict(spec.get("agent", {}))
             options["api_key"] = os.environ.get("AGENT_S_BENCH_API_KEY") or None
             outcome = run_agent(task, env.backend, folder, options)
-        record.update(status=outcome.status, steps=outcome.steps, reason=outcome.reason,
-                      last_action=outcome.last_action, cost_usd=outcome.cost_usd,
-                      tokens=outcome.tokens, model_calls=outcome.model_calls)  # fmt: skip
+        record.update(
+            status=outcome.status,
+            steps=outcome.steps,
+            reason=outcome.reason,
+            last_action=outcome.last_action,
+            cost_usd=outcome.cost_usd,
+            tokens=outcome.tokens,
+            model_calls=outcome.model_calls,
+        )
         signum = lifecycle.received()
         if signum is not None:  # the agent caught the interrupt and ended its run early
             raise lifecycle.Terminated(signum)
@@ -92,8 +107,11 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     except SetupFailed as err:
         record.update(status="error", reason=f"setup failed: {err}")
     except Exception as err:  # the record must say what went wrong, whatever it was
-        record.update(status="error", reason=f"{type(err).__name__}: {err}",
-                      traceback=traceback.format_exc()[-3000:])  # fmt: skip
+        record.update(
+            status="error",
+            reason=f"{type(err).__name__}: {err}",
+            traceback=traceback.format_exc()[-3000:],
+        )
     finally:
         env.stop()
     record.update(seconds=round(time.monotonic() - start, 2), setup_log=log[-50:])

@@ -64,9 +64,13 @@ class HeldInputs:
                 self.path.unlink(missing_ok=True)
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            note = {"owner": lifecycle.owner(), "display": self.display,
-                    "xauthority": self.xauthority, "keys": self.keys,
-                    "buttons": self.buttons}  # fmt: skip
+            note = {
+                "owner": lifecycle.owner(),
+                "display": self.display,
+                "xauthority": self.xauthority,
+                "keys": self.keys,
+                "buttons": self.buttons,
+            }
             temp = self.path.with_name(f".{self.path.name}.tmp")
             temp.write_text(json.dumps(note), encoding="utf-8")
             os.replace(temp, self.path)
@@ -108,9 +112,12 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def _release(
-    display: str, xauthority: Any, keys: list[str], buttons: list[str],
+    display: str,
+    xauthority: Any,
+    keys: list[str],
+    buttons: list[str],
     env: Mapping[str, str] | None,
-) -> bool:  # fmt: skip
+) -> bool:
     """Release on ``display``; False when it cannot be reached (then nothing is held there)."""
     run_env = dict(os.environ if env is None else env)
     run_env["DISPLAY"] = display
@@ -120,8 +127,9 @@ def _release(
     steps += [["mouseup", button] for button in buttons]
     for step in steps:
         try:
-            done = subprocess.run(["xdotool", *step], env=run_env, capture_output=True,
-                                  timeout=5, check=False)  # fmt: skip
+            done = subprocess.run(
+                ["xdotool", *step], env=run_env, capture_output=True, timeout=5, check=False
+            )
         except (OSError, subprocess.TimeoutExpired):
             return False
         if done.returncode != 0:

@@ -29,33 +29,58 @@ from agent_s.desktop.base import Monitor, WindowInfo
 
 class _QueryVersion(rq.ReplyRequest):
     _request = rq.Struct(
-        rq.Card8("opcode"), rq.Opcode(0), rq.RequestLength(),
-        rq.Card32("major_version"), rq.Card32("minor_version"),
-    )  # fmt: skip
+        rq.Card8("opcode"),
+        rq.Opcode(0),
+        rq.RequestLength(),
+        rq.Card32("major_version"),
+        rq.Card32("minor_version"),
+    )
     _reply = rq.Struct(
-        rq.ReplyCode(), rq.Pad(1), rq.Card16("sequence_number"), rq.ReplyLength(),
-        rq.Card32("major_version"), rq.Card32("minor_version"), rq.Pad(16),
-    )  # fmt: skip
+        rq.ReplyCode(),
+        rq.Pad(1),
+        rq.Card16("sequence_number"),
+        rq.ReplyLength(),
+        rq.Card32("major_version"),
+        rq.Card32("minor_version"),
+        rq.Pad(16),
+    )
 
 
 _MonitorInfo = rq.Struct(
-    rq.Card32("name"), rq.Bool("primary"), rq.Bool("automatic"), rq.LengthOf("crtcs", 2),
-    rq.Int16("x"), rq.Int16("y"), rq.Card16("width_in_pixels"), rq.Card16("height_in_pixels"),
-    rq.Card32("width_in_millimeters"), rq.Card32("height_in_millimeters"),
+    rq.Card32("name"),
+    rq.Bool("primary"),
+    rq.Bool("automatic"),
+    rq.LengthOf("crtcs", 2),
+    rq.Int16("x"),
+    rq.Int16("y"),
+    rq.Card16("width_in_pixels"),
+    rq.Card16("height_in_pixels"),
+    rq.Card32("width_in_millimeters"),
+    rq.Card32("height_in_millimeters"),
     rq.List("crtcs", rq.Card32Obj),
-)  # fmt: skip
+)
 
 
 class _GetMonitors(rq.ReplyRequest):
     _request = rq.Struct(
-        rq.Card8("opcode"), rq.Opcode(42), rq.RequestLength(), rq.Window("window"),
-        rq.Bool("is_active"), rq.Pad(3),
-    )  # fmt: skip
+        rq.Card8("opcode"),
+        rq.Opcode(42),
+        rq.RequestLength(),
+        rq.Window("window"),
+        rq.Bool("is_active"),
+        rq.Pad(3),
+    )
     _reply = rq.Struct(
-        rq.ReplyCode(), rq.Pad(1), rq.Card16("sequence_number"), rq.ReplyLength(),
-        rq.Card32("timestamp"), rq.LengthOf("monitors", 4), rq.Card32("outputs"), rq.Pad(12),
+        rq.ReplyCode(),
+        rq.Pad(1),
+        rq.Card16("sequence_number"),
+        rq.ReplyLength(),
+        rq.Card32("timestamp"),
+        rq.LengthOf("monitors", 4),
+        rq.Card32("outputs"),
+        rq.Pad(12),
         rq.List("monitors", _MonitorInfo),
-    )  # fmt: skip
+    )
 
 
 def randr_monitors(x: Xlib.display.Display) -> list[Monitor]:
@@ -74,12 +99,16 @@ def randr_monitors(x: Xlib.display.Display) -> list[Monitor]:
         reply = _GetMonitors(display=x.display, opcode=opcode, window=root, is_active=True)
     monitors = [
         Monitor(
-            m.x, m.y, m.width_in_pixels, m.height_in_pixels, primary=bool(m.primary),
+            m.x,
+            m.y,
+            m.width_in_pixels,
+            m.height_in_pixels,
+            primary=bool(m.primary),
             name=x.get_atom_name(m.name) if m.name else "",
         )
         for m in reply.monitors
         if m.width_in_pixels and m.height_in_pixels
-    ]  # fmt: skip
+    ]
     return sorted(monitors, key=lambda m: (not m.primary, m.x, m.y))
 
 
@@ -121,11 +150,17 @@ def read_windows(x: Xlib.display.Display) -> list[WindowInfo]:
             continue  # it closed while we looked
         found.append(
             WindowInfo(
-                id=wid, title=title, app=wm_class[1] or wm_class[0], pid=pid,
-                x=origin.x, y=origin.y, width=size.width, height=size.height,
+                id=wid,
+                title=title,
+                app=wm_class[1] or wm_class[0],
+                pid=pid,
+                x=origin.x,
+                y=origin.y,
+                width=size.width,
+                height=size.height,
                 active=wid == active,
             )
-        )  # fmt: skip
+        )
     return found
 
 

@@ -240,9 +240,13 @@ class VirtualDesktop:
         try:
             self._watchdog = subprocess.Popen(
                 [sys.executable, "-m", "agent_s.desktop._watchdog", str(self._state_file)],
-                stdin=read_fd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
-                env=env, start_new_session=True,  # Ctrl-C to our process group spares it
-            )  # fmt: skip
+                stdin=read_fd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env=env,
+                start_new_session=True,  # Ctrl-C to our process group spares it
+            )
         except OSError as err:
             os.close(write_fd)
             raise DesktopSetupError(f"cannot start the desktop's watchdog: {err}") from err
@@ -257,10 +261,16 @@ class VirtualDesktop:
         paths = [str(p) for p in (self._dir,) if p is not None]
         if self._home is not None and self._home_arg == "temp":
             paths.append(str(self._home))
-        write_state(self._state_file, {
-            "token": self._token, "owner": lifecycle.owner(), "display": self.display,
-            "paths": paths, "sessions": self._sessions,
-        })  # fmt: skip
+        write_state(
+            self._state_file,
+            {
+                "token": self._token,
+                "owner": lifecycle.owner(),
+                "display": self.display,
+                "paths": paths,
+                "sessions": self._sessions,
+            },
+        )
 
     def _adopt(self, proc: subprocess.Popen[bytes]) -> None:
         """A child started in a session of its own: ``stop()`` (or the watchdog) ends it."""
@@ -312,12 +322,24 @@ class VirtualDesktop:
         # client entry for the real display number is added once the server has chosen it.
         _run(["xauth", "-q", "-f", str(auth), "add", ":0", "MIT-MAGIC-COOKIE-1", cookie])
         number = self._spawn_reporting(
-            lambda fd: ["Xvfb", "-displayfd", str(fd), "-screen", "0",
-                        f"{self.width}x{self.height}x{self.depth}", "-nolisten", "tcp",
-                        "-auth", str(auth), "-noreset", "+extension", "RANDR"],
+            lambda fd: [
+                "Xvfb",
+                "-displayfd",
+                str(fd),
+                "-screen",
+                "0",
+                f"{self.width}x{self.height}x{self.depth}",
+                "-nolisten",
+                "tcp",
+                "-auth",
+                str(auth),
+                "-noreset",
+                "+extension",
+                "RANDR",
+            ],
             self._base_env(),
             "Xvfb",
-        )  # fmt: skip
+        )
         self.display = f":{number}"
         _run(["xauth", "-q", "-f", str(auth), "add", self.display, "MIT-MAGIC-COOKIE-1", cookie])
         self.env = self._base_env()
@@ -377,11 +399,17 @@ class VirtualDesktop:
         runtime.mkdir(mode=0o700)
         self.env["XDG_RUNTIME_DIR"] = str(runtime)
         address = self._spawn_reporting(
-            lambda fd: ["dbus-daemon", "--session", "--nofork", "--nopidfile",
-                        f"--address=unix:path={runtime / 'bus'}", f"--print-address={fd}"],
+            lambda fd: [
+                "dbus-daemon",
+                "--session",
+                "--nofork",
+                "--nopidfile",
+                f"--address=unix:path={runtime / 'bus'}",
+                f"--print-address={fd}",
+            ],
             self.env,
             "dbus-daemon",
-        )  # fmt: skip
+        )
         self.env["DBUS_SESSION_BUS_ADDRESS"] = address
         # Ask toolkits to expose their accessibility tree (GTK does by default; Qt needs this).
         self.env.update(QT_ACCESSIBILITY="1", QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1")

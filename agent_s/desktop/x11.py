@@ -72,9 +72,12 @@ KEY_SETTLE = 0.1
 
 _BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
 _BUTTON_MASKS = {
-    1: Xlib.X.Button1Mask, 2: Xlib.X.Button2Mask, 3: Xlib.X.Button3Mask,
-    4: Xlib.X.Button4Mask, 5: Xlib.X.Button5Mask,
-}  # fmt: skip
+    1: Xlib.X.Button1Mask,
+    2: Xlib.X.Button2Mask,
+    3: Xlib.X.Button3Mask,
+    4: Xlib.X.Button4Mask,
+    5: Xlib.X.Button5Mask,
+}
 _TYPABLE_CONTROLS = {repr(c) for c in "\t\n\r"}
 _REQUIRED_TOOLS = {"xdotool": "xdotool", "xclip": "xclip"}  # program -> Debian package
 
@@ -378,9 +381,14 @@ class X11Backend:
                 with self._x_errors():
                     self._keys.bind(set(chunk))
                 self._xdotool(
-                    "type", "--delay", str(TYPE_DELAY_MS), "--file", "-",
-                    stdin=chunk, timeout=10 + len(chunk) * (TYPE_DELAY_MS + 20) / 1000,
-                )  # fmt: skip
+                    "type",
+                    "--delay",
+                    str(TYPE_DELAY_MS),
+                    "--file",
+                    "-",
+                    stdin=chunk,
+                    timeout=10 + len(chunk) * (TYPE_DELAY_MS + 20) / 1000,
+                )
 
     def _xdotool(self, *args: str, stdin: str | None = None, timeout: float = 10.0) -> None:
         self._run(["xdotool", *args], stdin=stdin, timeout=timeout)
@@ -415,8 +423,11 @@ class X11Backend:
         for target in (["-t", "UTF8_STRING"], []):
             result = subprocess.run(
                 ["xclip", "-o", "-selection", "clipboard", *target],
-                env=self.env, capture_output=True, timeout=10, check=False,
-            )  # fmt: skip
+                env=self.env,
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
             if result.returncode == 0:
                 return result.stdout.decode("utf-8", "replace")
         if self._server_gone():
@@ -429,9 +440,13 @@ class X11Backend:
         # waiting for xclip would wait for the next owner of the clipboard.
         result = subprocess.run(
             ["xclip", "-i", "-selection", "clipboard", "-t", "UTF8_STRING"],
-            input=text.encode("utf-8"), env=self.env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, timeout=10, check=False,
-        )  # fmt: skip
+            input=text.encode("utf-8"),
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
         if result.returncode != 0:
             if self._server_gone():
                 raise DisplayUnavailableError(f"the X display {self.display} went away")
@@ -463,8 +478,9 @@ class X11Backend:
                 shown = "; ".join(listing) if listing else "none"
                 raise WindowNotFoundError(
                     f"no open window matches {app!r}; open windows: {shown}",
-                    name=app, open_windows=listing,
-                )  # fmt: skip
+                    name=app,
+                    open_windows=listing,
+                )
             target = matches[0]
             _xproto.request_active(self._x, target.id)
             deadline = time.monotonic() + ACTIVATE_TIMEOUT
@@ -503,8 +519,9 @@ class X11Backend:
                 raise WindowNotFoundError(
                     f"no window matching {match!r} appeared within {timeout:g} s; "
                     f"open windows: {'; '.join(listing) or 'none'}",
-                    name=str(match), open_windows=listing,
-                )  # fmt: skip
+                    name=str(match),
+                    open_windows=listing,
+                )
             time.sleep(0.05)
 
     # -- programs -------------------------------------------------------------------------------
@@ -535,9 +552,14 @@ class X11Backend:
         """Start a program detached from us (own session, no pipes), with the desktop's env."""
         try:
             proc = subprocess.Popen(
-                argv, env=self.env, cwd=cwd or self.env.get("HOME"), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                argv,
+                env=self.env,
+                cwd=cwd or self.env.get("HOME"),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as err:
             raise ActionExecutionError(f"could not start {argv[0]}: {err}") from err
         # A program that fails at once (bad arguments, no display) says so within moments.

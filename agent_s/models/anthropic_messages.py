@@ -143,8 +143,10 @@ class AnthropicProvider:
         if stop in _TRUNCATED:
             raise OutputTruncated(
                 f"{label}: the reply stopped early ({stop}, limit {limit})",
-                partial_text=text, max_output_tokens=limit, usage=usage,
-            )  # fmt: skip
+                partial_text=text,
+                max_output_tokens=limit,
+                usage=usage,
+            )
         return ModelReply(
             text=text,
             model=str(data.get("model") or self.settings.model),

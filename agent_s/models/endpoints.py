@@ -128,6 +128,11 @@ def settings_from_env(
 
 
 __all__ = [
-    "COMPATIBLE_KEY_ENV", "DEFAULT_BASE_URLS", "NO_KEY_PLACEHOLDER", "Endpoint",
-    "ProviderSettings", "endpoint_for", "settings_from_env",
-]  # fmt: skip
+    "COMPATIBLE_KEY_ENV",
+    "DEFAULT_BASE_URLS",
+    "NO_KEY_PLACEHOLDER",
+    "Endpoint",
+    "ProviderSettings",
+    "endpoint_for",
+    "settings_from_env",
+]

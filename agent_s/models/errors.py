@@ -146,7 +146,16 @@ def mask_secret(secret: str | None) -> str:
 
 
 __all__ = [
-    "AuthenticationError", "BadRequest", "BudgetExceeded", "MalformedResponse", "ModelError",
-    "OutputTruncated", "ProfileConfigError", "ProviderUnavailable", "RateLimited", "Refused",
-    "Timeout", "mask_secret",
-]  # fmt: skip
+    "AuthenticationError",
+    "BadRequest",
+    "BudgetExceeded",
+    "MalformedResponse",
+    "ModelError",
+    "OutputTruncated",
+    "ProfileConfigError",
+    "ProviderUnavailable",
+    "RateLimited",
+    "Refused",
+    "Timeout",
+    "mask_secret",
+]

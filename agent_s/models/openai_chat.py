@@ -119,7 +119,7 @@ class OpenAIChatProvider:
                         "description": t.description,
                         "parameters": t.parameters,
                     },
-                }  # fmt: skip
+                }
                 for t in request.tools
             ]
         return kwargs
@@ -168,8 +168,10 @@ class OpenAIChatProvider:
             limit = kwargs.get("max_completion_tokens", kwargs.get("max_tokens"))
             raise OutputTruncated(
                 f"{label}: the reply hit the {limit}-token output limit",
-                partial_text=text, max_output_tokens=limit, usage=usage,
-            )  # fmt: skip
+                partial_text=text,
+                max_output_tokens=limit,
+                usage=usage,
+            )
         calls = []
         for i, call in enumerate(message.get("tool_calls") or ()):
             function = field(call, "function", dict, f"tool_calls[{i}]")

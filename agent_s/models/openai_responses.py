@@ -88,7 +88,7 @@ class OpenAIResponsesProvider:
                     "name": t.name,
                     "description": t.description,
                     "parameters": t.parameters,
-                }  # fmt: skip
+                }
                 for t in request.tools
             ]
         return kwargs
@@ -155,8 +155,10 @@ class OpenAIResponsesProvider:
                 )
             raise OutputTruncated(
                 f"{label}: the reply stopped early ({reason or 'incomplete'}, limit {limit})",
-                partial_text=text, max_output_tokens=limit, usage=usage,
-            )  # fmt: skip
+                partial_text=text,
+                max_output_tokens=limit,
+                usage=usage,
+            )
         if status == "failed":
             error = data.get("error")
             message = error.get("message") if isinstance(error, dict) else None

@@ -137,12 +137,15 @@ class ModelProfile:
 
 _OPENAI_IMAGES: dict[str, Any] = {
     # OpenAI scales images to fit 2048 and then to a 768 short side; ~1 MP is what it keeps.
-    "max_image_long_side": 2048, "max_image_pixels": 1365 * 768,
-    "image_format": "jpeg", "image_quality": 85, "image_pricing": "openai_tiles",
+    "max_image_long_side": 2048,
+    "max_image_pixels": 1365 * 768,
+    "image_format": "jpeg",
+    "image_quality": 85,
+    "image_pricing": "openai_tiles",
     # An unknown OpenAI model is most likely a reasoning model, which rejects a temperature;
     # dropping it never fails a request, sending it might.
     "accepts_temperature": False,
-}  # fmt: skip
+}
 
 API_DEFAULTS: Mapping[ApiKind, ModelProfile] = {
     "openai_chat": ModelProfile(name="default:openai_chat", **_OPENAI_IMAGES),
@@ -157,7 +160,7 @@ API_DEFAULTS: Mapping[ApiKind, ModelProfile] = {
         image_pricing="anthropic_pixels",
         # The newest SDK no longer names sampling parameters: only known models get one.
         accepts_temperature=False,
-    ),  # fmt: skip
+    ),
     # A local server: pixels cost nothing to send and exact pixels help grounding; no price.
     "openai_compatible": ModelProfile(
         name="default:openai_compatible",
@@ -167,24 +170,30 @@ API_DEFAULTS: Mapping[ApiKind, ModelProfile] = {
         max_output_tokens=2048,
         input_price=0.0,
         output_price=0.0,
-    ),  # fmt: skip
+    ),
 }
 
 _REASONING = {"accepts_temperature": False, "max_output_tokens": 16384}
 _SAMPLING = {"accepts_temperature": True}
 _QWEN_VL = {
-    "max_image_long_side": 4096, "max_image_pixels": 16384 * 28 * 28, "image_format": "png",
-    "image_pricing": "qwen_patches", "max_output_tokens": 1024, "accepts_temperature": True,
-}  # fmt: skip
+    "max_image_long_side": 4096,
+    "max_image_pixels": 16384 * 28 * 28,
+    "image_format": "png",
+    "image_pricing": "qwen_patches",
+    "max_output_tokens": 1024,
+    "accepts_temperature": True,
+}
 
 
 def _claude(inp: float | None, out: float | None, *, thinking: bool) -> dict[str, Any]:
     return {
-        "input_price": inp, "output_price": out, "supports_thinking": thinking,
+        "input_price": inp,
+        "output_price": out,
+        "supports_thinking": thinking,
         "cached_input_price": None if inp is None else inp / 10,
         "cache_write_price": None if inp is None else inp * 1.25,
         "accepts_temperature": True,
-    }  # fmt: skip
+    }
 
 
 def _openai(inp: float, cached: float | None, out: float) -> dict[str, Any]:
@@ -195,8 +204,10 @@ def _openai(inp: float, cached: float | None, out: float) -> dict[str, Any]:
 BUILTIN_PROFILES: Sequence[tuple[tuple[str, ...], Mapping[str, Any]]] = (
     (("gpt-5-nano", "gpt-5-nano-20*"), {**_REASONING, **_openai(0.05, 0.005, 0.40)}),
     (("gpt-5-mini", "gpt-5-mini-20*"), {**_REASONING, **_openai(0.25, 0.025, 2.00)}),
-    (("gpt-5", "gpt-5-20*", "gpt-5.1", "gpt-5.1-20*"),
-     {**_REASONING, **_openai(1.25, 0.125, 10.00)}),
+    (
+        ("gpt-5", "gpt-5-20*", "gpt-5.1", "gpt-5.1-20*"),
+        {**_REASONING, **_openai(1.25, 0.125, 10.00)},
+    ),
     (("gpt-5*", "gpt-6*"), _REASONING),  # newer reasoning models: prices unknown here
     (("o4-mini*", "o3-mini*", "o1-mini*"), {**_REASONING, **_openai(1.10, 0.275, 4.40)}),
     (("o3-pro*",), {**_REASONING, **_openai(20.00, None, 80.00)}),
@@ -210,17 +221,27 @@ BUILTIN_PROFILES: Sequence[tuple[tuple[str, ...], Mapping[str, Any]]] = (
     (("gpt-4o*",), {**_SAMPLING, **_openai(2.50, 1.25, 10.00)}),
     (("gpt-4*", "gpt-3.5*"), _SAMPLING),
     (("claude-opus-4-5*",), _claude(5.00, 25.00, thinking=True)),
-    (("claude-opus-4-1*", "claude-opus-4-2025*", "claude-opus-4-0*", "claude-4-opus*"),
-     _claude(15.00, 75.00, thinking=True)),
+    (
+        ("claude-opus-4-1*", "claude-opus-4-2025*", "claude-opus-4-0*", "claude-4-opus*"),
+        _claude(15.00, 75.00, thinking=True),
+    ),
     (("claude-3-opus*",), _claude(15.00, 75.00, thinking=False)),
-    (("claude-sonnet-4-5*", "claude-sonnet-4-2025*", "claude-sonnet-4-0*", "claude-4-sonnet*",
-      "claude-3-7-sonnet*"), _claude(3.00, 15.00, thinking=True)),
+    (
+        (
+            "claude-sonnet-4-5*",
+            "claude-sonnet-4-2025*",
+            "claude-sonnet-4-0*",
+            "claude-4-sonnet*",
+            "claude-3-7-sonnet*",
+        ),
+        _claude(3.00, 15.00, thinking=True),
+    ),
     (("claude-3-5-sonnet*",), _claude(3.00, 15.00, thinking=False)),
     (("claude-haiku-4-5*",), _claude(1.00, 5.00, thinking=True)),
     (("claude-3-5-haiku*",), _claude(0.80, 4.00, thinking=False)),
     (("claude-3-haiku*",), _claude(0.25, 1.25, thinking=False)),
     (("*ui-tars*", "*qwen*vl*", "*gta1*"), _QWEN_VL),
-)  # fmt: skip
+)
 
 _FIELDS = {f.name: f for f in dataclasses.fields(ModelProfile) if f.name != "name"}
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -371,7 +392,16 @@ def load_profiles(
 
 
 __all__ = [
-    "API_DEFAULTS", "BUILTIN_PROFILES", "CONFIG_ENV", "ApiKind", "ImageFormat", "ImagePricing",
-    "ModelProfile", "ProfileRegistry", "ThinkingType", "config_path", "load_profiles",
+    "API_DEFAULTS",
+    "BUILTIN_PROFILES",
+    "CONFIG_ENV",
+    "ApiKind",
+    "ImageFormat",
+    "ImagePricing",
+    "ModelProfile",
+    "ProfileRegistry",
+    "ThinkingType",
+    "config_path",
+    "load_profiles",
     "registry_from_dict",
-]  # fmt: skip
+]

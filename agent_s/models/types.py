@@ -121,6 +121,16 @@ class Provider(Protocol):
 
 
 __all__: Sequence[str] = (
-    "ImageMediaType", "ImagePart", "Message", "ModelReply", "ModelRequest", "Part", "Provider",
-    "Role", "TextPart", "ToolCall", "ToolSpec", "Usage",
-)  # fmt: skip
+    "ImageMediaType",
+    "ImagePart",
+    "Message",
+    "ModelReply",
+    "ModelRequest",
+    "Part",
+    "Provider",
+    "Role",
+    "TextPart",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+)

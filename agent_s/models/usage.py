@@ -84,13 +84,17 @@ class UsageMeter:
         if limit_cost is not None and total.cost_usd >= limit_cost:
             return BudgetExceeded(
                 f"cost budget spent: ${total.cost_usd:.4f} of ${limit_cost:.4f}",
-                kind="cost", limit=limit_cost, spent=total.cost_usd,
-            )  # fmt: skip
+                kind="cost",
+                limit=limit_cost,
+                spent=total.cost_usd,
+            )
         if limit_tokens is not None and total.total_tokens >= limit_tokens:
             return BudgetExceeded(
                 f"token budget spent: {total.total_tokens} of {limit_tokens} tokens",
-                kind="tokens", limit=limit_tokens, spent=total.total_tokens,
-            )  # fmt: skip
+                kind="tokens",
+                limit=limit_tokens,
+                spent=total.total_tokens,
+            )
         return None
 
     def check(self) -> None:

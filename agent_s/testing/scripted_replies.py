@@ -24,9 +24,18 @@ from typing import Any, Literal, get_args
 
 Wire = Literal["chat", "responses", "messages"]
 StepKind = Literal[
-    "reply", "truncated", "refusal", "rate_limited", "server_error", "overloaded",
-    "unauthorized", "bad_request", "malformed", "slow", "raw",
-]  # fmt: skip
+    "reply",
+    "truncated",
+    "refusal",
+    "rate_limited",
+    "server_error",
+    "overloaded",
+    "unauthorized",
+    "bad_request",
+    "malformed",
+    "slow",
+    "raw",
+]
 MALFORMED_BODY = b'{"id": "scripted-broken", "choices": [{"message": {"content": "cut off'
 
 
@@ -166,8 +175,9 @@ _ERRORS: Mapping[str, tuple[int, str, str]] = {  # kind -> (status, OpenAI type,
 def error_body(wire: Wire | None, anthropic_type: str, openai_type: str, message: str) -> bytes:
     if wire == "messages":
         body: dict[str, Any] = {
-            "type": "error", "error": {"type": anthropic_type, "message": message},
-        }  # fmt: skip
+            "type": "error",
+            "error": {"type": anthropic_type, "message": message},
+        }
     else:
         body = {"error": {"message": message, "type": openai_type, "param": None, "code": None}}
     return json.dumps(body).encode()
@@ -180,19 +190,25 @@ def _usage(step: Step, wire: Wire) -> dict[str, Any]:
         if step.image_tokens is not None:
             details["image_tokens"] = step.image_tokens
         return {
-            "prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out,
+            "prompt_tokens": inp,
+            "completion_tokens": out,
+            "total_tokens": inp + out,
             "prompt_tokens_details": details,
-        }  # fmt: skip
+        }
     if wire == "responses":
         return {
-            "input_tokens": inp, "output_tokens": out, "total_tokens": inp + out,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "total_tokens": inp + out,
             "input_tokens_details": {"cached_tokens": cached},
             "output_tokens_details": {"reasoning_tokens": 0},
-        }  # fmt: skip
+        }
     return {  # Anthropic counts cache reads apart from input_tokens
-        "input_tokens": max(0, inp - cached), "output_tokens": out,
-        "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0,
-    }  # fmt: skip
+        "input_tokens": max(0, inp - cached),
+        "output_tokens": out,
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0,
+    }
 
 
 def _call_id(call: ScriptedToolCall, n: int, i: int) -> str:
@@ -210,16 +226,19 @@ def _chat(step: Step, model: str, n: int) -> dict[str, Any]:
                 "id": _call_id(c, n, i),
                 "type": "function",
                 "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
-            }  # fmt: skip
+            }
             for i, c in enumerate(step.tool_calls)
         ]
         message["content"] = step.text or None
         finish = "tool_calls" if step.kind == "reply" else finish
     return {
-        "id": f"chatcmpl-scripted-{n}", "object": "chat.completion", "created": 1_700_000_000,
-        "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "id": f"chatcmpl-scripted-{n}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage(step, "chat"),
-    }  # fmt: skip
+    }
 
 
 def _responses(step: Step, model: str, n: int) -> dict[str, Any]:
@@ -230,46 +249,76 @@ def _responses(step: Step, model: str, n: int) -> dict[str, Any]:
         content.append({"type": "output_text", "text": step.text, "annotations": []})
     output: list[dict[str, Any]] = []
     if content:
-        output.append({
-            "type": "message", "id": f"msg_scripted_{n}", "role": "assistant",
-            "status": "completed", "content": content,
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_scripted_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": content,
+            }
+        )
     for i, c in enumerate(step.tool_calls):
         item_id, call_id = f"fc_scripted_{n}_{i}", _call_id(c, n, i)
         if c.computer:
-            output.append({
-                "type": "computer_call", "id": item_id, "call_id": call_id,
-                "action": dict(c.arguments), "pending_safety_checks": [], "status": "completed",
-            })  # fmt: skip
+            output.append(
+                {
+                    "type": "computer_call",
+                    "id": item_id,
+                    "call_id": call_id,
+                    "action": dict(c.arguments),
+                    "pending_safety_checks": [],
+                    "status": "completed",
+                }
+            )
         else:
-            output.append({
-                "type": "function_call", "id": item_id, "call_id": call_id, "name": c.name,
-                "arguments": json.dumps(dict(c.arguments)), "status": "completed",
-            })  # fmt: skip
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": item_id,
+                    "call_id": call_id,
+                    "name": c.name,
+                    "arguments": json.dumps(dict(c.arguments)),
+                    "status": "completed",
+                }
+            )
     incomplete = step.kind == "truncated"
     return {
-        "id": f"resp_scripted_{n}", "object": "response", "created_at": 1_700_000_000,
-        "model": model, "status": "incomplete" if incomplete else "completed",
+        "id": f"resp_scripted_{n}",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": model,
+        "status": "incomplete" if incomplete else "completed",
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
-        "output": output, "usage": _usage(step, "responses"),
-    }  # fmt: skip
+        "output": output,
+        "usage": _usage(step, "responses"),
+    }
 
 
 def _messages(step: Step, model: str, n: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
     content += [
-        {"type": "tool_use", "id": c.id or f"toolu_scripted_{n}_{i}", "name": c.name,
-         "input": dict(c.arguments)}
+        {
+            "type": "tool_use",
+            "id": c.id or f"toolu_scripted_{n}_{i}",
+            "name": c.name,
+            "input": dict(c.arguments),
+        }
         for i, c in enumerate(step.tool_calls)
-    ]  # fmt: skip
+    ]
     stop = {"reply": "end_turn", "truncated": "max_tokens", "refusal": "refusal"}[step.kind]
     if step.kind == "reply" and step.tool_calls:
         stop = "tool_use"
     return {
-        "id": f"msg_scripted_{n}", "type": "message", "role": "assistant", "model": model,
-        "content": content, "stop_reason": stop, "stop_sequence": None,
+        "id": f"msg_scripted_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
         "usage": _usage(step, "messages"),
-    }  # fmt: skip
+    }
 
 
 def render(step: Step, wire: Wire, model: str, n: int) -> tuple[int, dict[str, str], bytes]:
@@ -297,7 +346,22 @@ def render(step: Step, wire: Wire, model: str, n: int) -> tuple[int, dict[str, s
 
 
 __all__ = [
-    "ScriptedToolCall", "Step", "StepKind", "Wire", "bad_request", "error_body", "malformed",
-    "overloaded", "rate_limited", "raw", "refusal", "render", "reply", "server_error", "slow",
-    "tool_call", "truncated", "unauthorized",
-]  # fmt: skip
+    "ScriptedToolCall",
+    "Step",
+    "StepKind",
+    "Wire",
+    "bad_request",
+    "error_body",
+    "malformed",
+    "overloaded",
+    "rate_limited",
+    "raw",
+    "refusal",
+    "render",
+    "reply",
+    "server_error",
+    "slow",
+    "tool_call",
+    "truncated",
+    "unauthorized",
+]

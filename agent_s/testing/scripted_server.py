@@ -154,9 +154,11 @@ class ScriptedModelServer:
         httpd.owner = self
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True,
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            daemon=True,
             name=f"scripted-model-server:{httpd.server_address[1]}",
-        )  # fmt: skip
+        )
         self._thread.start()
         return self
 

@@ -45,8 +45,9 @@ class Probe:
         self.last_boxes: dict[str, list[int]] | None = None
 
         root.configure(background="#dddddd")
-        self.canvas = tk.Canvas(root, width=600, height=320, background="white",
-                                highlightthickness=0)  # fmt: skip
+        self.canvas = tk.Canvas(
+            root, width=600, height=320, background="white", highlightthickness=0
+        )
         self.canvas.pack(side="top", padx=10, pady=10)
         self.canvas.create_text(300, 160, text="probe area")
         self.text = tk.StringVar(root)
@@ -77,8 +78,12 @@ class Probe:
         return [name for name, bit in _MOD_BITS.items() if state & bit]
 
     def _box(self, widget: tk.Misc) -> list[int]:
-        return [widget.winfo_rootx(), widget.winfo_rooty(), widget.winfo_width(),
-                widget.winfo_height()]  # fmt: skip
+        return [
+            widget.winfo_rootx(),
+            widget.winfo_rooty(),
+            widget.winfo_width(),
+            widget.winfo_height(),
+        ]
 
     def _on_configure(self, _event: tk.Event) -> None:
         # Configure arrives for every widget; report the boxes once things have settled.
@@ -87,8 +92,11 @@ class Probe:
     def _report_boxes(self) -> None:
         if not self.root.winfo_viewable():
             return
-        boxes = {"canvas": self._box(self.canvas), "entry": self._box(self.entry),
-                 "window": self._box(self.root)}  # fmt: skip
+        boxes = {
+            "canvas": self._box(self.canvas),
+            "entry": self._box(self.entry),
+            "window": self._box(self.root),
+        }
         if boxes != self.last_boxes:
             self.last_boxes = boxes
             self.write({"type": "boxes", **boxes})
@@ -99,8 +107,15 @@ class Probe:
             direction = _SCROLL[button]
             if button in (4, 5) and int(event.state) & _MOD_BITS["shift"]:
                 direction = "left" if button == 4 else "right"
-            self.write({"type": "scroll", "button": button, "direction": direction,
-                        "x": event.x_root, "y": event.y_root})  # fmt: skip
+            self.write(
+                {
+                    "type": "scroll",
+                    "button": button,
+                    "direction": direction,
+                    "x": event.x_root,
+                    "y": event.y_root,
+                }
+            )
             return
         last = self.last_press
         if (
@@ -114,8 +129,16 @@ class Probe:
         else:
             self.count = 1
         self.last_press = (button, int(event.time), event.x_root, event.y_root)
-        self.write({"type": "press", "button": button, "x": event.x_root, "y": event.y_root,
-                    "count": self.count, "mods": self._mods(int(event.state))})  # fmt: skip
+        self.write(
+            {
+                "type": "press",
+                "button": button,
+                "x": event.x_root,
+                "y": event.y_root,
+                "count": self.count,
+                "mods": self._mods(int(event.state)),
+            }
+        )
 
     def _on_entry_event(self, event: tk.Event) -> None:
         kind = "entry_press" if str(event.type) in ("ButtonPress", "4") else "entry_focus"
@@ -125,15 +148,21 @@ class Probe:
         button = int(event.num)
         if button in _SCROLL:
             return
-        self.write({"type": "release", "button": button, "x": event.x_root, "y": event.y_root,
-                    "mods": self._mods(int(event.state))})  # fmt: skip
+        self.write(
+            {
+                "type": "release",
+                "button": button,
+                "x": event.x_root,
+                "y": event.y_root,
+                "mods": self._mods(int(event.state)),
+            }
+        )
 
     def _on_motion(self, event: tk.Event) -> None:
         state = int(event.state)
         buttons = [n for n in (1, 2, 3) if state & (0x80 << n)]
         if buttons:
-            self.write({"type": "drag", "x": event.x_root, "y": event.y_root,
-                        "buttons": buttons})  # fmt: skip
+            self.write({"type": "drag", "x": event.x_root, "y": event.y_root, "buttons": buttons})
 
     def _on_wheel(self, event: tk.Event) -> None:
         # Tk 8.7+ reports wheels as MouseWheel (Shift for horizontal); 8.6 as buttons 4/5.
@@ -142,13 +171,26 @@ class Probe:
             direction = "left" if event.delta > 0 else "right"
         else:
             direction = "up" if event.delta > 0 else "down"
-        self.write({"type": "scroll", "button": 0, "direction": direction,
-                    "x": event.x_root, "y": event.y_root})  # fmt: skip
+        self.write(
+            {
+                "type": "scroll",
+                "button": 0,
+                "direction": direction,
+                "x": event.x_root,
+                "y": event.y_root,
+            }
+        )
 
     def _on_key(self, event: tk.Event) -> None:
         kind = "key" if str(event.type) in ("KeyPress", "2") else "keyup"
-        self.write({"type": kind, "keysym": event.keysym, "char": event.char,
-                    "mods": self._mods(int(event.state))})  # fmt: skip
+        self.write(
+            {
+                "type": kind,
+                "keysym": event.keysym,
+                "char": event.char,
+                "mods": self._mods(int(event.state)),
+            }
+        )
 
     def _on_text(self, *_args: object) -> None:
         self.write({"type": "entry", "text": self.text.get()})

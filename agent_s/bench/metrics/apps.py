@@ -38,11 +38,16 @@ def normalize_url(url: str, *, full: bool = True) -> str:
     parsed = urlparse(url if _SCHEME.match(url) else f"http://{url}")
     netloc = parsed.netloc.lower()
     netloc = netloc[4:] if netloc.startswith("www.") else netloc
-    return urlunparse((
-        parsed.scheme.lower(), netloc, parsed.path.rstrip("/"),
-        parsed.params if full else "", parsed.query if full else "",
-        parsed.fragment if full else "",
-    ))  # fmt: skip
+    return urlunparse(
+        (
+            parsed.scheme.lower(),
+            netloc,
+            parsed.path.rstrip("/"),
+            parsed.params if full else "",
+            parsed.query if full else "",
+            parsed.fragment if full else "",
+        )
+    )
 
 
 def compare_urls(url1: str | None, url2: str | None, *, full: bool = True) -> bool:

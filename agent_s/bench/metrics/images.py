@@ -18,8 +18,7 @@ _K1, _K2, _RANGE = 0.01, 0.03, 255.0
 def _box_mean(a: np.ndarray, size: int) -> np.ndarray:
     """The mean of every ``size`` x ``size`` window that fits inside ``a``."""
     total = np.pad(a, ((1, 0), (1, 0))).cumsum(axis=0).cumsum(axis=1)
-    sums = (total[size:, size:] - total[:-size, size:] - total[size:, :-size]
-            + total[:-size, :-size])  # fmt: skip
+    sums = total[size:, size:] - total[:-size, size:] - total[size:, :-size] + total[:-size, :-size]
     return sums / float(size * size)
 
 

@@ -115,21 +115,27 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
                 first, second = [x.lower() for x in first], [x.lower() for x in second]
             ok = first == second
         elif kind == "sheet_fuzzy":
-            ok = _fuzzy(rule, idx(rule["sheet_idx0"], result, expected),
-                        idx(rule["sheet_idx1"], result, expected))  # fmt: skip
+            ok = _fuzzy(
+                rule,
+                idx(rule["sheet_idx0"], result, expected),
+                idx(rule["sheet_idx1"], result, expected),
+            )
         elif kind == "sparkline":
-            ok = t.load_sparklines(*idx(rule["sheet_idx0"], result, expected)) == \
-                t.load_sparklines(*idx(rule["sheet_idx1"], result, expected))  # fmt: skip
+            ok = t.load_sparklines(*idx(rule["sheet_idx0"], result, expected)) == t.load_sparklines(
+                *idx(rule["sheet_idx1"], result, expected)
+            )
         elif kind == "chart":
-            ok = t.load_charts(*idx(rule["sheet_idx0"], xl_r, xl_e), **rule) == \
-                t.load_charts(*idx(rule["sheet_idx1"], xl_r, xl_e), **rule)  # fmt: skip
+            ok = t.load_charts(*idx(rule["sheet_idx0"], xl_r, xl_e), **rule) == t.load_charts(
+                *idx(rule["sheet_idx1"], xl_r, xl_e), **rule
+            )
         elif kind == "style":
             book1, sheet1 = idx(rule["sheet_idx0"], xl_r, xl_e)
             book2, sheet2 = idx(rule["sheet_idx1"], xl_r, xl_e)
             path1 = idx(rule["sheet_idx0"], result, expected)[0]
             path2 = idx(rule["sheet_idx1"], result, expected)[0]
-            ok = t.load_xlsx_styles(book1, sheet1, path1, **rule) == \
-                t.load_xlsx_styles(book2, sheet2, path2, **rule)  # fmt: skip
+            ok = t.load_xlsx_styles(book1, sheet1, path1, **rule) == t.load_xlsx_styles(
+                book2, sheet2, path2, **rule
+            )
         elif kind == "freeze":
             first = t._load_sheet(*idx(rule["sheet_idx0"], xl_r, xl_e))
             if first is None:
@@ -149,8 +155,10 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
             ok = len(validators) >= len(rule["dv_props"])
             for validator in validators:
                 ok = ok and any(
-                    all(t.match_value_to_rule(getattr(validator, attr), matcher)
-                        for attr, matcher in props.items())  # fmt: skip
+                    all(
+                        t.match_value_to_rule(getattr(validator, attr), matcher)
+                        for attr, matcher in props.items()
+                    )
                     for props in rule["dv_props"]
                 )
                 if not ok:
@@ -160,11 +168,13 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
             first = t.load_rows_or_cols(*idx(rule["sheet_idx0"], xl_r, xl_e), obj=obj, **rule)
             ok = first == t.load_rows_or_cols(*idx(rule["sheet_idx1"], xl_r, xl_e), obj=obj, **rule)
         elif kind == "filter":
-            ok = t.load_filters(*idx(rule["sheet_idx0"], xl_r, xl_e), **rule) == \
-                t.load_filters(*idx(rule["sheet_idx1"], xl_r, xl_e), **rule)  # fmt: skip
+            ok = t.load_filters(*idx(rule["sheet_idx0"], xl_r, xl_e), **rule) == t.load_filters(
+                *idx(rule["sheet_idx1"], xl_r, xl_e), **rule
+            )
         elif kind == "pivot_table":
-            ok = t.load_pivot_tables(*idx(rule["sheet_idx0"], xl_r, xl_e), **rule) == \
-                t.load_pivot_tables(*idx(rule["sheet_idx1"], xl_r, xl_e), **rule)  # fmt: skip
+            ok = t.load_pivot_tables(
+                *idx(rule["sheet_idx0"], xl_r, xl_e), **rule
+            ) == t.load_pivot_tables(*idx(rule["sheet_idx1"], xl_r, xl_e), **rule)
         elif kind == "check_cell":
             ok = _check_cell(rule, idx, xl_r, xl_e, result, expected)
             if ok is None:
@@ -176,8 +186,9 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
     return 1.0
 
 
-def _check_cell(rule: Mapping[str, Any], idx: Any, xl_r: Any, xl_e: Any, result: Any,
-                expected: Any) -> bool | None:  # fmt: skip
+def _check_cell(
+    rule: Mapping[str, Any], idx: Any, xl_r: Any, xl_e: Any, result: Any, expected: Any
+) -> bool | None:
     sheet = t._load_sheet(*idx(rule["sheet_idx"], xl_r, xl_e))
     if sheet is None:
         return None

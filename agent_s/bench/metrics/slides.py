@@ -20,14 +20,31 @@ from typing import Any
 
 _PICTURE, _FREEFORM, _TABLE = 13, 5, 19  # MSO_SHAPE_TYPE values
 _BOOL_OPTIONS = {
-    "number_of_slides": True, "shape": True, "text": True, "indent": True, "font_name": True,
-    "font_size": True, "font_bold": True, "font_italic": True, "color_rgb": True,
-    "font_underline": True, "strike_through": True, "alignment": True, "run_count": True,
-    "bullets": True, "background_color": True, "note": True, "title_bottom_position": False,
-    "table_bottom_position": False, "right_position": False, "top_position": False,
-    "shape_for_shift_size": False, "image_size": False, "modify_height": False,
+    "number_of_slides": True,
+    "shape": True,
+    "text": True,
+    "indent": True,
+    "font_name": True,
+    "font_size": True,
+    "font_bold": True,
+    "font_italic": True,
+    "color_rgb": True,
+    "font_underline": True,
+    "strike_through": True,
+    "alignment": True,
+    "run_count": True,
+    "bullets": True,
+    "background_color": True,
+    "note": True,
+    "title_bottom_position": False,
+    "table_bottom_position": False,
+    "right_position": False,
+    "top_position": False,
+    "shape_for_shift_size": False,
+    "image_size": False,
+    "modify_height": False,
     "shape_lenient_height": False,
-}  # fmt: skip
+}
 
 
 class _Mismatch(Exception):
@@ -158,8 +175,12 @@ class _Comparison:
             else:
                 self.check(same)
         if e["shape_for_shift_size"] and not same:
-            self.check(_has_text(s1) and _has_text(s2) and s1.text == s2.text
-                       and s1.text == "Elaborate on what you want to discuss.")  # fmt: skip
+            self.check(
+                _has_text(s1)
+                and _has_text(s2)
+                and s1.text == s2.text
+                and s1.text == "Elaborate on what you want to discuss."
+            )
         if e["shape"]:
             self.check(same)
         if e["shape_lenient_height"]:
@@ -214,9 +235,13 @@ class _Comparison:
 
     def run(self, f1: Any, f2: Any) -> None:
         e = self.examine
-        pairs = [("font_name", f1.name, f2.name), ("font_size", f1.size, f2.size),
-                 ("font_bold", f1.bold, f2.bold), ("font_italic", f1.italic, f2.italic),
-                 ("font_underline", f1.underline, f2.underline)]  # fmt: skip
+        pairs = [
+            ("font_name", f1.name, f2.name),
+            ("font_size", f1.size, f2.size),
+            ("font_bold", f1.bold, f2.bold),
+            ("font_italic", f1.italic, f2.italic),
+            ("font_underline", f1.underline, f2.underline),
+        ]
         for option, a, b in pairs:
             if e[option]:
                 self.check(a == b)

@@ -121,9 +121,12 @@ def _read_csv_lines(path: str) -> list[str]:
 
 
 def _parse_sheet_idx(
-    idx: int | str, result: Any, expected: Any, result_names: Sequence[str],
+    idx: int | str,
+    result: Any,
+    expected: Any,
+    result_names: Sequence[str],
     expected_names: Sequence[str] | None,
-) -> tuple[Any, str]:  # fmt: skip
+) -> tuple[Any, str]:
     if isinstance(idx, int):
         return result, result_names[idx] if 0 <= idx < len(result_names) else ""
     prefix, rest = idx[:2], idx[2:]
@@ -213,9 +216,13 @@ def _cell_style(name: str, cell: Any, diff: Any = None) -> Any:
             return None
         return cell.number_format if diff is None else diff.numFmt.formatCode
     font_props = {
-        "font_name": "name", "font_family": "family", "font_bold": "bold",
-        "font_italic": "italic", "font_underline": "underline", "font_size": "size",
-    }  # fmt: skip
+        "font_name": "name",
+        "font_family": "family",
+        "font_bold": "bold",
+        "font_italic": "italic",
+        "font_underline": "underline",
+        "font_size": "size",
+    }
     if name in font_props:
         return getattr(source.font, font_props[name]) if has_value else None
     if name == "font_color":
@@ -235,12 +242,15 @@ def _cell_style(name: str, cell: Any, diff: Any = None) -> Any:
 
 
 _CF_OPERATORS = {
-    "lessThanOrEqual": lambda v, r: v <= r[0], "lessThan": lambda v, r: v < r[0],
-    "equal": lambda v, r: v == r[0], "greaterThanOrEqual": lambda v, r: v >= r[0],
-    "notEqual": lambda v, r: v != r[0], "greaterThan": lambda v, r: v > r[0],
+    "lessThanOrEqual": lambda v, r: v <= r[0],
+    "lessThan": lambda v, r: v < r[0],
+    "equal": lambda v, r: v == r[0],
+    "greaterThanOrEqual": lambda v, r: v >= r[0],
+    "notEqual": lambda v, r: v != r[0],
+    "greaterThan": lambda v, r: v > r[0],
     "between": lambda v, r: min(r) <= v <= max(r),
     "notBetween": lambda v, r: v < min(r) or v > max(r),
-}  # fmt: skip
+}
 
 
 def load_xlsx_styles(book: Any, sheet_name: str, path: str, **options: Any) -> dict[str, list]:
@@ -251,8 +261,9 @@ def load_xlsx_styles(book: Any, sheet_name: str, path: str, **options: Any) -> d
     props = options.get("props", [])
     styles = {
         cell.coordinate: [_cell_style(p, cell) for p in props]
-        for column in sheet.iter_cols() for cell in column
-    }  # fmt: skip
+        for column in sheet.iter_cols()
+        for cell in column
+    }
     for formatting in sheet.conditional_formatting:
         for rule in formatting.rules:
             if rule.type != "cellIs" or rule.operator not in _CF_OPERATORS:
@@ -305,10 +316,19 @@ def load_charts(book: Any, sheet_name: str, **options: Any) -> dict[str, Any]:
             info["legend"] = chart.legend.position if chart.legend is not None else None
         if "anchor" in props:
             anchor = chart.anchor
-            info["anchor"] = [anchor.editAs, anchor._from.col, anchor.to.row, anchor.to.col,
-                              anchor.to.row]  # fmt: skip  (OSWorld lists to.row twice)
-        for prop, attr in (("width", "width"), ("height", "height"), ("type", "tagname"),
-                           ("direction", "barDir")):  # fmt: skip
+            info["anchor"] = [
+                anchor.editAs,
+                anchor._from.col,
+                anchor.to.row,
+                anchor.to.col,
+                anchor.to.row,
+            ]  # OSWorld lists to.row twice
+        for prop, attr in (
+            ("width", "width"),
+            ("height", "height"),
+            ("type", "tagname"),
+            ("direction", "barDir"),
+        ):
             if prop in props:
                 info[prop] = getattr(chart, attr, None)
         for prop, axis in (("xtitle", "x_axis"), ("ytitle", "y_axis"), ("ztitle", "z_axis")):
@@ -336,12 +356,19 @@ def load_pivot_tables(book: Any, sheet_name: str, **options: Any) -> dict[str, A
         source = pivot.cache.cacheSource
         first, last = source.worksheetSource.ref.split(":")
         c1, c2 = coordinate_to_tuple(first), coordinate_to_tuple(last)
-        key = (f"{source.type};{(c1[0], c1[1] + left)}:{(c2[0], c2[1] - right)};"
-               f"{source.worksheetSource.sheet}")  # fmt: skip
+        key = (
+            f"{source.type};{(c1[0], c1[1] + left)}:{(c2[0], c2[1] - right)};"
+            f"{source.worksheetSource.sheet}"
+        )
         info: dict[str, Any] = {}
-        for prop, attr in (("name", "name"), ("show_total", "visualTotals"),
-                           ("show_empty_row", "showEmptyRow"), ("show_empty_col", "showEmptyCol"),
-                           ("show_headers", "showHeaders"), ("location", "location")):  # fmt: skip
+        for prop, attr in (
+            ("name", "name"),
+            ("show_total", "visualTotals"),
+            ("show_empty_row", "showEmptyRow"),
+            ("show_empty_col", "showEmptyCol"),
+            ("show_headers", "showHeaders"),
+            ("location", "location"),
+        ):
             if prop in props:
                 info[prop] = getattr(pivot, attr)
         if "filter" in props or "selection" in props:
@@ -381,8 +408,10 @@ def load_filters(book: Any, sheet_name: str, **_: Any) -> dict[str, Any]:
     columns = []
     for fc in auto.filterColumn:
         column: dict[str, Any] = {
-            "col_id": fc.colId, "hidden_button": fc.hiddenButton, "show_button": fc.showButton,
-        }  # fmt: skip
+            "col_id": fc.colId,
+            "hidden_button": fc.hiddenButton,
+            "show_button": fc.showButton,
+        }
         if fc.filters is not None:
             column["filters_blank"] = fc.filters.blank
             column["filters"] = set(fc.filters.filter)
@@ -394,12 +423,20 @@ def load_filters(book: Any, sheet_name: str, **_: Any) -> dict[str, Any]:
     state = auto.sortState
     if state is not None:
         found["sort_state"] = {
-            "sort": state.columnSort, "case": state.caseSensitive, "method": state.sortMethod,
+            "sort": state.columnSort,
+            "case": state.caseSensitive,
+            "method": state.sortMethod,
             "ref": state.ref,
             "condition": [
-                {"descending": c.descending, "key": c.sortBy, "ref": c.ref,
-                 "custom_list": c.customList, "dxf_id": c.dxfId, "icon": c.iconSet,
-                 "iconid": c.iconId}  # fmt: skip
+                {
+                    "descending": c.descending,
+                    "key": c.sortBy,
+                    "ref": c.ref,
+                    "custom_list": c.customList,
+                    "dxf_id": c.dxfId,
+                    "icon": c.iconSet,
+                    "iconid": c.iconId,
+                }
                 for c in state.sortCondition
             ],
         }
