@@ -35,6 +35,7 @@ _checkout_subpackages()
 
 _HOME = {
     "Agent": "agent_s.agent",
+    "Step": "agent_s.step",
     "StepReport": "agent_s.step",
     "AgentConfig": "agent_s.config",
     "ConfigError": "agent_s.config",
@@ -54,6 +55,7 @@ __all__ = [
     "ModelConfig",
     "RunResult",
     "RunStatus",
+    "Step",
     "StepReport",
     "__version__",
     "load_trajectory",
@@ -77,5 +79,5 @@ if TYPE_CHECKING:
     from agent_s.agent import Agent
     from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
     from agent_s.result import CommandCheck, RunResult, RunStatus
-    from agent_s.step import StepReport
+    from agent_s.step import Step, StepReport
     from agent_s.trajectory import load_trajectory

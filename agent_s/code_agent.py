@@ -15,7 +15,7 @@ budget is ``max_steps`` model replies, whatever they were.
 What the GUI worker gets is built from what happened, not only from the model's own words: how
 it ended, the model's summary, the files created / modified / deleted in the working folder
 (compared before and after), and the real output of the last blocks. Every turn is handed to
-``on_substep`` as it ends (the trajectory's sub-steps).
+``on_substep`` as it ends, as a ``SubStep`` (``agent_s.step``; the trajectory's sub-steps).
 
 Secrets the code prints (a key read from a file, a password from the environment) never leave:
 the turns handed to ``on_substep``, the output fed back to the code model and the text for the
@@ -28,9 +28,9 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from agent_s.code_runner import (
     LANGUAGES,
@@ -47,7 +47,7 @@ from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform, code_agent_system_prompt, load_template
 from agent_s.redact import Redactor
 from agent_s.safety import SafetyGate, subject_for_code
-from agent_s.trajectory import ModelCall
+from agent_s.step import ModelCall, SubStep
 
 Complete = Callable[[Sequence[Message]], ModelReply]
 Status = Literal["done", "fail", "max_steps"]
@@ -260,7 +260,7 @@ class CodeAgent:
         return [Message.text("system", system), Message.text("user", "\n".join(parts))]
 
     def run(
-        self, task: str, *, on_substep: Callable[[dict[str, Any]], None] = lambda _: None
+        self, task: str, *, on_substep: Callable[[SubStep], None] = lambda _: None
     ) -> CodeAgentReport:
         """The loop (see the module docstring). Model and budget errors propagate; Ctrl-C
         kills the running block and propagates."""
@@ -281,19 +281,23 @@ class CodeAgent:
             )
         with runner:
             for turn in range(1, limit + 1):
-                record: dict[str, Any] = {"substep": turn, "started_at": round(time.time(), 3)}
-                text, reply = self._ask(messages, record)
+                started = round(time.time(), 3)
+                text, reply, call = self._ask(messages)
                 if reply is None:  # the model refused: the code agent cannot go on
-                    status, summary = "fail", record["error"]
-                    on_substep(self.redactor.data(record))
+                    summary = f"the model refused: {call.reply[:300]}"
+                    refused = SubStep(
+                        substep=turn,
+                        started_at=started,
+                        kind="refused_by_model",
+                        call=call,
+                        error=summary,
+                    )
+                    status = "fail"
+                    on_substep(self._clean(refused))
                     break
-                try:
-                    feedback = self._turn(turn, limit - turn, reply, record, runner, runs)
-                except KeyboardInterrupt:  # the kill switch: the block is dead; say what it was
-                    record["kind"] = "interrupted"
-                    on_substep(self.redactor.data(record))
-                    raise
-                on_substep(self.redactor.data(record))
+                sub = SubStep(substep=turn, started_at=started, kind=reply.kind, call=call)
+                feedback, sub = self._turn(turn, limit - turn, reply, sub, runner, runs, on_substep)
+                on_substep(self._clean(sub))
                 if reply.kind == "final":
                     status, summary = reply.status or "fail", reply.summary
                     break
@@ -307,64 +311,77 @@ class CodeAgent:
         text = redact(worker_text(status, turn, summary, runs, changes, limit))
         return CodeAgentReport(status, task, summary, turn, tuple(runs), changes, text)
 
-    def _ask(self, messages: list[Message], record: dict[str, Any]) -> tuple[str, CodeReply | None]:
+    def _clean(self, sub: SubStep) -> SubStep:
+        """The turn with every string in it redacted, as it is handed on."""
+        return SubStep.model_validate(self.redactor.data(sub.model_dump()))
+
+    def _ask(self, messages: list[Message]) -> tuple[str, CodeReply | None, ModelCall]:
+        """One model call: (its text, the reply read, or None for a refusal; the call)."""
         start = time.perf_counter()
         try:
             answer = self.complete(messages)
         except OutputTruncated as err:
             text = err.partial_text
-            record["call"] = asdict(ModelCall.of("code", text, err.usage, start, 1, "cut off"))
-            return text, CodeReply(
-                "invalid",
-                error="the reply was cut off at the output limit; "
-                "keep the reasoning and the block short",
+            return (
+                text,
+                CodeReply(
+                    "invalid",
+                    error="the reply was cut off at the output limit; "
+                    "keep the reasoning and the block short",
+                ),
+                ModelCall.of("code", text, err.usage, start, 1, "cut off"),
             )
         except Refused as err:
-            call = ModelCall.of("code", err.refusal, err.usage, start, 1, "refused")
-            record["call"] = asdict(call)
-            record.update(kind="refused_by_model", error=f"the model refused: {err.refusal[:300]}")
-            return err.refusal, None
-        record["call"] = asdict(
-            ModelCall.of("code", answer.text, answer.usage, start, answer.attempts)
-        )
-        return answer.text, parse_code_reply(answer.text)
+            return (
+                err.refusal,
+                None,
+                ModelCall.of("code", err.refusal, err.usage, start, 1, "refused"),
+            )
+        call = ModelCall.of("code", answer.text, answer.usage, start, answer.attempts)
+        return answer.text, parse_code_reply(answer.text), call
 
     def _turn(
         self,
         turn: int,
         remaining: int,
         reply: CodeReply,
-        record: dict[str, Any],
+        sub: SubStep,
         runner: CodeRunner,
         runs: list[tuple[int, CodeRun]],
-    ) -> str:
-        """Act on one reply; the text the model is sent back."""
+        on_substep: Callable[[SubStep], None],
+    ) -> tuple[str, SubStep]:
+        """Act on one reply: the text the model is sent back, and the turn's record."""
         template = load_template("code_agent")
-        record["kind"] = reply.kind
         if reply.kind == "final":
-            record.update(status=reply.status, summary=reply.summary)
-            return ""
+            return "", sub.model_copy(update={"status": reply.status, "summary": reply.summary})
         if reply.kind == "invalid" or reply.language is None:
-            record["error"] = reply.error
-            return template.render(
+            feedback = template.render(
                 "invalid_reply", step=turn, error=reply.error, remaining=remaining
             )
-        record.update(language=reply.language, code=reply.code)
-        decision = self.gate.check(
-            subject_for_code(reply.language, reply.code), step=self.step, substep=turn, ask=self.ask
-        )
-        record["safety"] = decision.to_json()
-        if not decision.allowed:
-            record["kind"] = "refused"
-            return template.render(
-                "refused", step=turn, reason=decision.message, remaining=remaining
+            return feedback, sub.model_copy(update={"error": reply.error})
+        sub = sub.model_copy(update={"language": reply.language, "code": reply.code})
+        try:
+            decision = self.gate.check(
+                subject_for_code(reply.language, reply.code),
+                step=self.step,
+                substep=turn,
+                ask=self.ask,
             )
-        run = self._redacted(runner.run(reply.language, reply.code))  # before any clipping
+            sub = sub.model_copy(update={"safety": decision.to_json()})
+            if not decision.allowed:
+                feedback = template.render(
+                    "refused", step=turn, reason=decision.message, remaining=remaining
+                )
+                return feedback, sub.model_copy(update={"kind": "refused"})
+            run = self._redacted(runner.run(reply.language, reply.code))  # before any clipping
+        except KeyboardInterrupt:  # the kill switch: the block is dead; say what it was
+            on_substep(self._clean(sub.model_copy(update={"kind": "interrupted"})))
+            raise
         runs.append((turn, run))
-        record["run"] = run.to_json()
+        sub = sub.model_copy(update={"run": run.to_json()})
         output = model_output(run, self.settings.model_output_chars)
         if run.exit_status is None:
-            return template.render(
+            feedback = template.render(
                 "stopped",
                 step=turn,
                 language=run.language,
@@ -372,7 +389,8 @@ class CodeAgent:
                 output=output,
                 remaining=remaining,
             )
-        return template.render(
+            return feedback, sub
+        feedback = template.render(
             "result",
             step=turn,
             language=run.language,
@@ -380,6 +398,7 @@ class CodeAgent:
             output=output,
             remaining=remaining,
         )
+        return feedback, sub
 
     def _redacted(self, run: CodeRun) -> CodeRun:
         redact = self.redactor.text

@@ -47,12 +47,13 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_s.containment import (
     containment_argv,
     containment_problem,
     end_block,
+    hidden_in_sandbox,
     launcher_argv,
     launcher_file,
     read_report,
@@ -61,6 +62,9 @@ from agent_s.containment import (
 )
 from agent_s.errors import AgentSError
 from agent_s.redact import without_secrets
+
+if TYPE_CHECKING:
+    from agent_s.config import SandboxName
 
 Language = Literal["python", "bash"]
 LANGUAGES: tuple[Language, ...] = ("python", "bash")
@@ -89,7 +93,7 @@ class RunnerSettings:
     timeout_s: float = 60.0
     memory_mb: int | None = 2048
     output_bytes: int = 32_000
-    sandbox: Literal["none", "bwrap"] = "none"
+    sandbox: SandboxName = "none"
     writable: tuple[Path, ...] = ()
     python: str | None = None
     env: Mapping[str, str] | None = None  # None: this process's environment
@@ -226,6 +230,23 @@ def code_environment(
     return env
 
 
+def _interpreter_roots(argv: list[str]) -> list[str]:
+    """The folders the interpreters in ``argv`` live in, when the sandbox would hide them (a
+    checkout or virtual environment under /tmp or /run): the whole virtual environment (its
+    pyvenv.cfg and site-packages), else the interpreter's folder; bound back read-only."""
+    roots = []
+    for arg in argv:
+        path = Path(arg)
+        if not path.is_absolute() or not path.is_file() or not os.access(path, os.X_OK):
+            continue
+        if not hidden_in_sandbox(path):
+            continue
+        folder = path.parent
+        root = folder.parent if (folder.parent / "pyvenv.cfg").is_file() else folder
+        roots.append(str(root))
+    return list(dict.fromkeys(roots))
+
+
 class CodeRunner:
     """Runs blocks (see the module docstring). Use as a context manager, or call ``close()``."""
 
@@ -282,9 +303,9 @@ class CodeRunner:
                 preexec_fn=self._preexec(),
                 pass_fds=(report_w,),
             )
-        except OSError as err:
+        except OSError as exc:
             os.close(report)
-            return CodeRun(language, None, empty, empty, 0.0, error=str(err))
+            return CodeRun(language, None, empty, empty, 0.0, error=str(exc))
         finally:
             os.close(report_w)
         half = self.settings.output_bytes // 2
@@ -391,7 +412,7 @@ class CodeRunner:
                     writable=[*folders, self.scratch],
                     env=self._env(),
                     session=self._base(),
-                    kept=[argv[0], launcher_file()],
+                    kept=[argv[0], launcher_file(), *_interpreter_roots(argv)],
                 ),
                 *argv,
             ]

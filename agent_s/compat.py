@@ -25,12 +25,13 @@ from typing import Any
 
 from PIL import Image
 
-from agent_s.agent import Agent, RunEnded
+from agent_s.agent import Agent
 from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 from agent_s.context import ContextPolicy
 from agent_s.desktop.base import DesktopBackend, Monitor, ScreenGeometry, Screenshot
 from agent_s.grounding import Grounder, Observation
 from agent_s.models.errors import BudgetExceeded, ModelError
+from agent_s.result import Ending, RunEnded, RunStatus, error_ending, final_ending
 
 #: Agent S3 ``engine_type`` values -> our provider names.
 ENGINE_TYPES = {
@@ -134,44 +135,27 @@ class AgentS3:
             return {"error": f"the task already ended ({self._ended})"}, [self._ended]
         screen = observation_from_png(observation["screenshot"])
         try:
-            report = self.agent.step(screen, execute=False)
+            step = self.agent.step(screen, execute=False)
         except (RunEnded, ModelError, BudgetExceeded) as err:
             self._ended = "FAIL"
-            self.agent.finish(*_ending(err))
+            ending = error_ending(err)
+            self.agent.end(ending or Ending(RunStatus.ERROR, "model_error", str(err)))
             return {"error": f"{type(err).__name__}: {err}"}, ["FAIL"]
-        code = report.code if report.outcome.kind == "ok" and report.code else "WAIT"
-        if report.terminal is not None:
+        acted = step.outcome in ("ok", "terminal")
+        code = step.code if acted and step.code else "WAIT"
+        if step.action is not None and step.terminal is not None:
             self._ended = code
-            self.agent.finish(*_terminal(report.terminal, report.action))
+            self.agent.end(final_ending(step.action))
         info = {
-            "step": report.step,
-            "plan": report.entry.reply,
-            "action": report.action_text,
-            "grounding": [g.__dict__ for g in report.grounding],
-            "outcome": report.outcome.kind,
-            "detail": report.outcome.detail,
-            "usage": report.usage.__dict__,
+            "step": step.step,
+            "plan": step.reply,
+            "action": step.action_text,
+            "grounding": [g.model_dump() for g in step.grounding],
+            "outcome": "ok" if acted else step.outcome,
+            "detail": step.detail,
+            "usage": step.usage.__dict__,
         }
         return info, [code]
-
-
-def _ending(err: Exception) -> tuple[Any, Any, str]:
-    from agent_s.result import RunStatus
-
-    if isinstance(err, RunEnded):
-        return err.status, err.cause, str(err)
-    if isinstance(err, BudgetExceeded):
-        cause = "budget_cost" if err.kind == "cost" else "budget_tokens"
-        return RunStatus.BUDGET_EXCEEDED, cause, str(err)
-    return RunStatus.ERROR, "model_error", f"the model call failed: {err}"
-
-
-def _terminal(kind: str, action: Any) -> tuple[Any, Any, str]:
-    from agent_s.result import RunStatus
-
-    if kind == "done":
-        return RunStatus.SUCCEEDED, "done", "the model said the task is done"
-    return RunStatus.FAILED, "model_gave_up", getattr(action, "reason", None) or "gave up"
 
 
 __all__ = ["ENGINE_TYPES", "AgentS3", "model_config", "observation_from_png"]

@@ -28,17 +28,15 @@ The wrapper, one of two:
   --mount-proc --kill-child`` (with ``--user --map-current-user`` or ``--map-root-user`` when
   not root), whichever works first here (probed once per executable).
 
-The launcher is this file run as a script (``launcher_argv``, ``python -I -S``, standard library
-only) as the first process inside the wrapper. It makes itself a child subreaper (orphans,
-double-forked daemons included, become its children), drops the capabilities that would let
-root code undo the containment or read other processes (``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``,
-``CAP_SYS_RAWIO``, ``CAP_SYS_MODULE``, ``CAP_BPF``, ``CAP_PERFMON``; already none under the
-sandbox), starts the interpreter and waits for it. When it ends, the launcher counts what is
-still running, ends it (SIGTERM, then SIGKILL, again until nothing is left), writes
-``STATUS LEFTOVERS`` to a pipe the runner reads (``read_report``), and exits. In a PID
-namespace its exit (or bubblewrap's init's, which follows) makes the kernel kill whatever
-remains; a timeout or Ctrl-C in the runner kills the whole tree from outside (``end_block``),
-and killing the namespace's first process ends the namespace.
+The launcher is ``agent_s/_launcher.py`` run as a file (``launcher_argv``, ``python -I -S``,
+standard library only) as the first process inside the wrapper: a child subreaper (orphans,
+double-forked daemons included, become its children) without the capabilities that would let
+root code undo the containment, it starts the interpreter and waits for it. When it ends, the
+launcher ends what is still running, writes ``STATUS LEFTOVERS`` to a pipe the runner reads
+(``read_report``), and exits. In a PID namespace its exit (or bubblewrap's init's, which
+follows) makes the kernel kill whatever remains; a timeout or Ctrl-C in the runner kills the
+whole tree from outside (``end_block``, which lists processes with psutil), and killing the
+namespace's first process ends the namespace.
 
 Fallback: when no PID namespace can be made (``containment_problem()`` says why), the launcher
 runs directly, still as a subreaper that ends every process the block started, but the code
@@ -48,8 +46,8 @@ capabilities than the agent) can read the agent's environment through
 
 Not covered, in any mode: reading files (the sandbox hides no file but the ones above;
 secrets kept in files stay readable), and anything the user's own writable folders allow. The
-interpreters and this file must not sit under ``/tmp`` or ``/run`` for the sandbox (this file
-and the launcher's Python are bound back in; the block's interpreter is not).
+interpreters and the launcher file must not sit under ``/tmp`` or ``/run`` for the sandbox (the
+launcher file and its Python are bound back in; the block's interpreter is not).
 """
 
 from __future__ import annotations
@@ -59,7 +57,6 @@ import functools
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -67,12 +64,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
-_KILL_GRACE = 0.3  # SIGTERM -> SIGKILL
-_KILL_GIVE_UP = 5.0  # SIGKILL rounds (re-listing, for processes forked meanwhile)
-_PR_CAPBSET_DROP = 24
-_PR_SET_CHILD_SUBREAPER = 36
-# CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF
-_DROPPED_CAPS = (16, 17, 19, 21, 38, 39)
+import psutil
+
+from agent_s import _launcher
+from agent_s._launcher import end_tree
+
 _MASKED = ("/tmp", "/run")  # noqa: S108 - hidden from the sandbox under empty tmpfs
 _RUN_KEPT = ("current-system", "booted-system", "wrappers", "opengl-driver", "opengl-driver-32")
 _X11 = ("/tmp/.X11-unix", "/tmp/.ICE-unix")  # noqa: S108 - the X server's socket folders
@@ -169,6 +165,11 @@ def containment_problem() -> str | None:
 # -- the sandbox -----------------------------------------------------------------------------
 
 
+def hidden_in_sandbox(path: Path) -> bool:
+    """Whether ``path`` lies in a folder the sandbox covers with an empty tmpfs (/tmp, /run)."""
+    return any(path.is_relative_to(folder) for folder in _MASKED)
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path != folder and path.is_relative_to(folder)
 
@@ -237,8 +238,8 @@ def sandbox_argv(
     for path in startup:
         if path.exists() and any(_inside(path, folder) for folder in folders):
             argv += ["--ro-bind", str(path), str(path)]
-    for path in kept:
-        argv += ["--ro-bind", path, path]
+    for kept_file in kept:
+        argv += ["--ro-bind", kept_file, kept_file]
     return [*argv, "--chdir", str(folders[0]) if folders else "/", "--"]
 
 
@@ -256,14 +257,15 @@ def sandbox_environment(base: Mapping[str, str], *, home: Path, tmpdir: Path) ->
 
 
 def launcher_argv(report_fd: int, command: Sequence[str]) -> list[str]:
-    """This file run as the block's first process (module docstring): it runs ``command`` and
-    writes its wait status and the count of leftovers to ``report_fd``."""
+    """The launcher run as the block's first process (module docstring): it runs ``command``
+    and writes its wait status and the count of leftovers to ``report_fd``."""
     python = os.path.realpath(sys.executable)
     return [python, "-I", "-S", launcher_file(), str(report_fd), "--", *command]
 
 
 def launcher_file() -> str:
-    return os.path.realpath(__file__)
+    """``agent_s/_launcher.py``, run as a file: it must not import psutil or ``agent_s``."""
+    return os.path.realpath(_launcher.__file__)
 
 
 def read_report(fd: int, timeout: float = 1.0) -> tuple[int | None, int]:
@@ -281,110 +283,32 @@ def read_report(fd: int, timeout: float = 1.0) -> tuple[int | None, int]:
     return (int(fields[0]) if fields[0].lstrip("-").isdigit() else None), int(fields[1])
 
 
-def _prctl(option: int, value: int) -> bool:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        args = (ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
-        return libc.prctl(ctypes.c_int(option), *args) == 0
-    except (OSError, AttributeError):  # not Linux
-        return False
-
-
-class _Stopped(Exception):
-    """The launcher was told to stop (SIGTERM/SIGINT/SIGHUP): the runner is ending the block."""
-
-
-def _stop(signum: int, frame: object) -> None:
-    raise _Stopped(signum)
-
-
-def _reap() -> None:
-    """Collect the exit status of every child that ended (orphans of the block included)."""
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-
-
-def _launch(args: list[str]) -> int:
-    report, command = int(args[0]), args[2:]
-    os.set_inheritable(report, False)
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    for cap in _DROPPED_CAPS:  # from the bounding set: root code started below never has them
-        _prctl(_PR_CAPBSET_DROP, cap)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _stop)
-    status: int | None = None
-    try:
-        child = subprocess.Popen(command)
-        while status is None:
-            done, raw = os.waitpid(-1, 0)
-            status = raw if done == child.pid else None
-        child.returncode = os.waitstatus_to_exitcode(status)
-    except _Stopped:
-        pass
-    except OSError as err:
-        sys.stderr.write(f"cannot run {command[0]}: {err.strerror}\n")
-        status = 127 << 8
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
-    leftovers = end_block(os.getpid(), session=False, between=_reap)
-    with contextlib.suppress(OSError):
-        os.write(report, f"{'-' if status is None else status} {leftovers}\n".encode())
-    if status is None:
-        return 128 + signal.SIGTERM
-    code = os.waitstatus_to_exitcode(status)
-    return code if code >= 0 else 128 - code
-
-
 # -- ending a block ----------------------------------------------------------------------------
-
-
-def _table() -> dict[int, tuple[int, int, int]]:
-    """Every live process: pid -> (parent, process group, session). Linux /proc."""
-    table = {}
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if fields[0] not in ("Z", "X"):
-                    table[int(entry.name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
-    return table
 
 
 def block_processes(root: int, *, session: bool = True) -> list[int]:
     """The live processes of the block whose first process is ``root``: every descendant
     (also one that started a session of its own) and, with ``session``, every member of
-    ``root``'s session or process group. ``root`` itself is included; this process is not."""
-    table = _table()
-    found = (
-        {pid for pid, (_, group, sid) in table.items() if root in (group, sid)}
-        if session
-        else set()
-    )
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    queue = [root] if root in table else []
-    while queue:
-        pid = queue.pop()
-        found.add(pid)
-        queue.extend(children.get(pid, ()))
+    ``root``'s session or process group. ``root`` itself is included; this process is not.
+    Zombies do not count (they are dead; their parent may just not have reaped them yet)."""
+    found: set[int] = set()
+    if session:
+        for pid in psutil.pids():
+            with contextlib.suppress(OSError):
+                if root in (os.getpgid(pid), os.getsid(pid)):
+                    found.add(pid)
+    with contextlib.suppress(psutil.Error):
+        top = psutil.Process(root)
+        found |= {proc.pid for proc in [top, *top.children(recursive=True)]}
     found.discard(os.getpid())
-    return sorted(found)
+    return sorted(pid for pid in found if _live(pid))
 
 
-def _send(pids: Iterable[int], sig: int, group: int | None = None) -> None:
-    if group is not None:  # without /proc, the process group is all that is known
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, sig)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
+def _live(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
 
 
 def end_block(
@@ -394,29 +318,10 @@ def end_block(
     again each round so that processes forked meanwhile go too; ``root`` last, since a
     launcher (a subreaper) keeps catching orphans while it lives. Killing a PID namespace's
     first process ends the namespace. Returns how many were running, ``root`` not counted.
-    ``between``: called while waiting (the launcher reaps its children there)."""
-    listed = block_processes(root, session=session)
-    group = root if session else None
-    _send(listed, signal.SIGTERM, group)
-    if not listed:  # (no /proc: the process group alone, SIGKILL after the grace period)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if group is not None and os.killpg(group, 0) is None:
-                time.sleep(_KILL_GRACE)
-                os.killpg(group, signal.SIGKILL)
-        return 0
-    give_up = time.monotonic() + _KILL_GRACE
-    while time.monotonic() < give_up and set(block_processes(root, session=session)) - {root}:
-        between()
-        time.sleep(0.02)
-    give_up = time.monotonic() + _KILL_GIVE_UP
-    while (left := block_processes(root, session=session)) and time.monotonic() < give_up:
-        others = [pid for pid in left if pid != root]
-        _send(others or left, signal.SIGKILL, None if others else group)
-        between()
-        time.sleep(0.01)
-    between()
-    return len([pid for pid in listed if pid != root])
-
-
-if __name__ == "__main__":
-    sys.exit(_launch(sys.argv[1:]))
+    ``between``: called while waiting."""
+    return end_tree(
+        root,
+        lambda: block_processes(root, session=session),
+        group=root if session else None,
+        between=between,
+    )

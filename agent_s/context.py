@@ -1,7 +1,7 @@
 """The conversation history policy: what of the steps so far goes into each model request.
 
-The loop records one ``StepRecord`` per step. ``build_messages`` turns the records into a
-worker request: the newest ``keep_images`` screenshots (the current one included) go in as
+The loop records one ``Step`` per step (``agent_s.step``). ``build_messages`` turns the steps
+into a worker request: the newest ``keep_images`` screenshots (the current one included) go in as
 images with the model's full replies; older steps become one compact text line each (the action
 taken, where it was grounded, its outcome, the start of the reasoning); steps older than the
 newest ``history_steps`` compact lines are only counted. Every piece of text is clipped to a
@@ -24,80 +24,26 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING
 
-from agent_s.desktop.ops import Point
-from agent_s.images import EncodedImage
 from agent_s.models.types import ImagePart, Message, Part, Role, TextPart
 from agent_s.prompting import render
 
-OutcomeKind = Literal["ok", "error", "invalid"]
+if TYPE_CHECKING:  # config reads ContextPolicy: keep this module light to import
+    from agent_s.images import EncodedImage
+    from agent_s.step import Step, StepOutcome
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _SPACE = re.compile(r"\s+")
 _ELLIPSIS = "…"
 _EMPTY = "(empty reply)"  # an assistant turn must have text
-_LABELS: dict[OutcomeKind, str] = {"ok": "ok", "error": "failed", "invalid": "reply not used"}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a step ended: ``ok`` (``detail``: e.g. the code agent's summary), ``error`` (the
-    action was valid but failed; ``detail`` is the error) or ``invalid`` (no usable action
-    could be read from the reply; ``detail`` is the feedback the model was given)."""
-
-    kind: OutcomeKind
-    detail: str = ""
-
-    @classmethod
-    def success(cls, detail: str = "") -> Outcome:
-        return cls("ok", detail)
-
-    @classmethod
-    def failure(cls, error: str) -> Outcome:
-        return cls("error", error)
-
-    @classmethod
-    def rejected(cls, feedback: str) -> Outcome:
-        return cls("invalid", feedback)
-
-    def describe(self, limit: int) -> str:
-        detail = _clip_line(self.detail, limit)
-        return f"{_LABELS[self.kind]}: {detail}" if detail else _LABELS[self.kind]
-
-
-@dataclass(frozen=True)
-class Grounding:
-    """Where one referring expression of an action was found on the screen.
-
-    ``point`` is in screen coordinates; ``None`` when the grounder found nothing.
-    """
-
-    target: str
-    grounder: str
-    point: Point | None
-
-    def describe(self) -> str:
-        if self.point is None:
-            return f"not found by {self.grounder}"
-        return f"at ({self.point.x}, {self.point.y}) via {self.grounder}"
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One finished step as the context builder sees it.
-
-    ``screenshot`` is the encoded screenshot the model was shown at this step, ``reply`` its
-    whole reply (reasoning and action), ``action`` the parsed action as compact text (empty when
-    the reply had no usable action).
-    """
-
-    step: int
-    screenshot: EncodedImage
-    reply: str
-    action: str
-    outcome: Outcome
-    grounding: tuple[Grounding, ...] = ()
+_LABELS: dict[StepOutcome, str] = {
+    "ok": "ok",
+    "error": "failed",
+    "invalid": "reply not used",
+    "terminal": "ok",
+    "cancelled": "cancelled",
+}
 
 
 @dataclass(frozen=True)
@@ -160,22 +106,30 @@ def thoughts(reply: str) -> str:
     return _SPACE.sub(" ", _FENCE.sub(" ", reply)).strip()
 
 
-def step_line(record: StepRecord, policy: ContextPolicy = DEFAULT_POLICY) -> str:
+def describe_outcome(step: Step, limit: int) -> str:
+    """How the step ended, e.g. ``failed: window 'Export' not found`` (detail clipped)."""
+    detail = _clip_line(step.detail, limit)
+    return f"{_LABELS[step.outcome]}: {detail}" if detail else _LABELS[step.outcome]
+
+
+def step_line(record: Step, policy: ContextPolicy = DEFAULT_POLICY) -> str:
     """One step as a compact, bounded line: number, action, grounding, outcome, reasoning."""
     line = f"{record.step}. {_action(record, policy)}"
-    line += f" -> {record.outcome.describe(policy.outcome_chars)}"
+    line += f" -> {describe_outcome(record, policy.outcome_chars)}"
     reasoning = _clip_line(thoughts(record.reply), policy.reasoning_chars)
     return f"{line} | reasoning: {reasoning}" if reasoning else line
 
 
-def history_lines(steps: Sequence[StepRecord], policy: ContextPolicy = DEFAULT_POLICY) -> str:
+def history_lines(steps: Sequence[Step], policy: ContextPolicy = DEFAULT_POLICY) -> str:
     """Compact lines for ``steps``: the newest ``history_steps`` in full, the rest counted."""
     shown = list(steps[max(0, len(steps) - policy.history_steps) :]) if policy.history_steps else []
     dropped = steps[: len(steps) - len(shown)]
     lines = [step_line(r, policy) for r in shown]
     if dropped:
-        counts = {kind: sum(r.outcome.kind == kind for r in dropped) for kind in _LABELS}
-        tally = ", ".join(f"{n} {_LABELS[k]}" for k, n in counts.items() if n)
+        counts = {label: 0 for label in _LABELS.values()}
+        for record in dropped:
+            counts[_LABELS[record.outcome]] += 1
+        tally = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
         span = f"{dropped[0].step}-{dropped[-1].step}" if len(dropped) > 1 else dropped[0].step
         lines.insert(0, f"(steps {span} not listed: {tally})")
     return "\n".join(lines)
@@ -184,7 +138,7 @@ def history_lines(steps: Sequence[StepRecord], policy: ContextPolicy = DEFAULT_P
 def build_messages(
     system_prompt: str,
     task: str,
-    steps: Sequence[StepRecord],
+    steps: Sequence[Step],
     current_observation: EncodedImage,
     notes: Sequence[str] = (),
     *,
@@ -206,7 +160,7 @@ def build_messages(
     for record in kept:
         parts += [
             TextPart(render("worker", "screen", step=record.step)),
-            record.screenshot.to_part(),
+            _image(record, history=True).to_part(),
         ]
         messages.append(_message("user", parts))
         messages.append(_message("assistant", [TextPart(_reply_text(record, policy))]))
@@ -246,7 +200,7 @@ def with_feedback(
 def build_reflection_messages(
     system_prompt: str,
     task: str,
-    steps: Sequence[StepRecord],
+    steps: Sequence[Step],
     current_observation: EncodedImage,
     *,
     policy: ContextPolicy = DEFAULT_POLICY,
@@ -261,7 +215,7 @@ def build_reflection_messages(
     parts: list[Part] = [
         TextPart(trajectory),
         TextPart(render("reflection", "screen_before", step=last.step)),
-        last.screenshot.to_part(),
+        _image(last, history=True).to_part(),
         TextPart(render("reflection", "screen_after", step=last.step)),
         current_observation.to_part(),
         TextPart(render("reflection", "request", step=last.step)),
@@ -272,10 +226,20 @@ def build_reflection_messages(
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def _check_order(steps: Sequence[StepRecord]) -> None:
+def _check_order(steps: Sequence[Step]) -> None:
     for before, after in zip(steps, steps[1:], strict=False):
         if after.step <= before.step:
             raise ValueError(f"step records out of order: {before.step} then {after.step}")
+
+
+def _image(step: Step, *, history: bool = False) -> EncodedImage:
+    """A step's screenshot as sent; ``history``: its smaller copy for later requests, when
+    the step has one (``history_spec``)."""
+    if history and step.history_image is not None:
+        return step.history_image
+    if step.image is None:  # a step loaded from a trajectory: its image is a file
+        raise ValueError(f"step {step.step} has no screenshot in memory to send")
+    return step.image
 
 
 def _message(role: Role, parts: Sequence[Part]) -> Message:
@@ -289,19 +253,19 @@ def _message(role: Role, parts: Sequence[Part]) -> Message:
     return Message(role, tuple(merged))
 
 
-def _reply_text(record: StepRecord, policy: ContextPolicy) -> str:
+def _reply_text(record: Step, policy: ContextPolicy) -> str:
     return _clip_block(record.reply.strip(), policy.reply_chars) or _EMPTY
 
 
-def _action(record: StepRecord, policy: ContextPolicy) -> str:
+def _action(record: Step, policy: ContextPolicy) -> str:
     """The action and where its targets were grounded (at most four of them)."""
-    action = _clip_line(record.action, policy.action_chars) or "(no action)"
+    action = _clip_line(record.action_text, policy.action_chars) or "(no action)"
     where = "; ".join(g.describe() for g in record.grounding[:4])
     return f"{action} {where}" if where else action
 
 
-def _result(record: StepRecord, policy: ContextPolicy) -> str:
-    return f"{_action(record, policy)} -> {record.outcome.describe(policy.result_chars)}"
+def _result(record: Step, policy: ContextPolicy) -> str:
+    return f"{_action(record, policy)} -> {describe_outcome(record, policy.result_chars)}"
 
 
 def _notes(notes: Sequence[str], budget: int) -> str:

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict, TypeGuard
 
-from typing_extensions import Never
+from typing_extensions import Never, Unpack
 
 from agent_s.actions import (
     ACTION_MODELS,
+    Action,
     ActionModel,
     CallCodeAgentAction,
     ClickAction,
@@ -164,6 +165,17 @@ def switches_windows(keys: Iterable[str]) -> bool:
     return any(combo <= pressed for combo in WINDOW_SWITCHERS)
 
 
+class _EffectFields(TypedDict, total=False):
+    """``Effect``'s fields after ``kind``, ``window`` and ``known``, as keywords."""
+
+    keys: frozenset[str]
+    text: str
+    button: str | None
+    target: str
+    drop: WindowInfo | None
+    language: str | None
+
+
 class _Focus:
     """The window keys go to, followed through a plan."""
 
@@ -179,8 +191,8 @@ class _Focus:
         if window is not None:  # a click outside every window leaves the focus where it was
             self.window, self.known = window, True
 
-    def effect(self, kind: EffectKind, **fields: object) -> Effect:
-        return Effect(kind, self.window, self.known, **fields)  # type: ignore[arg-type]
+    def effect(self, kind: EffectKind, **fields: Unpack[_EffectFields]) -> Effect:
+        return Effect(kind, self.window, self.known, **fields)
 
 
 def plan_effects(plan: Sequence[ops.Op], windows: Sequence[WindowInfo]) -> tuple[Effect, ...]:
@@ -294,7 +306,7 @@ def subject_for_action(
     action added without teaching the gate) gets an ``unknown`` subject, refused in every mode."""
     points, windows = tuple(points), tuple(windows)
     name = action.action
-    if type(action) not in _KNOWN_ACTIONS:  # not one of the union's own models
+    if not _is_known(action):  # not one of the union's own models
         return Subject(name, text, unknown=f"the safety gate does not know {name!r}")
     shown = ""
     match action:
@@ -361,6 +373,10 @@ def subject_for_action(
         inert=all(e.kind in _INERT for e in effects),
         effects=effects,
     )
+
+
+def _is_known(action: ActionModel) -> TypeGuard[Action]:
+    return type(action) in _KNOWN_ACTIONS
 
 
 def _exhaustive(action: Never) -> None:

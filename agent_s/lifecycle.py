@@ -36,6 +36,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import psutil
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 FORCE_AFTER = 3  # this many stop signals end the process at once
 STATE_DIR_VAR = "AGENT_S_STATE_DIR"
@@ -184,25 +186,43 @@ def _read(path: str) -> str:
         return ""
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
+def start_time(pid: int) -> float | None:
+    """When ``pid`` started, in seconds since boot (``since_boot``), ``None`` if it is gone or
+    a zombie."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            if proc.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                return None
+            return since_boot(proc)
+    except psutil.Error:
         return None
 
 
-def start_time(pid: int) -> int | None:
-    """When ``pid`` started (clock ticks since boot), ``None`` if it is gone or a zombie."""
-    fields = _stat_fields(pid)
-    if fields is None or fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
+def since_boot(proc: psutil.Process) -> float:
+    """When ``proc`` started, in seconds since boot, to the clock tick (1/100 s): a value that
+    names one process for as long as the machine runs, whatever happens to the clock.
+
+    psutil's ``create_time()`` is the start in ticks since boot plus the boot time, and the
+    boot time it reads moves when the clock is set (NTP); taking it off again gives back the
+    ticks, the same in every process. Raises ``psutil.Error`` when ``proc`` is gone.
+    """
+    boot = psutil.boot_time()
+    for _ in range(3):  # the clock was set between the two reads: read again
+        created = proc.create_time()
+        again = psutil.boot_time()
+        if again == boot:
+            break
+        boot = again
+    return round(created - boot, 2)
 
 
 def session_of(pid: int) -> int | None:
-    fields = _stat_fields(pid)
-    return None if fields is None else int(fields[3])
+    """The session ``pid`` belongs to, ``None`` if it is gone."""
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 def owner() -> dict[str, Any]:

@@ -6,10 +6,12 @@ with a marker line ``<!-- section: NAME -->``; text before the first marker is a
 for people and is never sent. Variants of a role (one OS's hints, one coordinate convention) are
 sections of the same file, not copies of it.
 
-Sections use ``$name`` placeholders (``string.Template``; ``$$`` is a literal dollar sign).
-Rendering is strict: a placeholder without a value, a value without a placeholder and a malformed
-``$`` all raise ``PromptTemplateError`` naming the template, the section and the variable.
-Substituted values are not scanned again, so a task text containing ``$`` is sent as written.
+Each section is a Jinja2 template (``{{ name }}`` placeholders), rendered as plain text: no
+autoescaping (prompts are not HTML) and ``StrictUndefined``. Rendering is strict: a placeholder
+without a value, a value without a placeholder (checked against
+``jinja2.meta.find_undeclared_variables``) and a syntax error all raise ``PromptTemplateError``
+naming the template, the section and the variable. Values are text or integers; they are not
+rendered again, so a task text containing ``{{`` or ``$`` is sent as written.
 
 The role functions at the bottom assemble complete prompts; OS-specific text comes from the
 ``Platform`` passed in, never from the machine the code runs on.
@@ -22,8 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from string import Template
 from typing import Literal
+
+import jinja2
+from jinja2 import meta
 
 from agent_s.errors import AgentSError
 
@@ -35,6 +39,12 @@ _SECTION = re.compile(r"^<!-- section: ([a-z][a-z0-9_.]*) -->[ \t]*$", re.MULTIL
 _OS_NAMES: dict[str, str] = {"linux": "Linux", "windows": "Windows", "darwin": "macOS"}
 #: Linux desktops that have their own hints section (``desktop.NAME`` in worker.md).
 KNOWN_DESKTOPS = ("gnome", "kde", "xfce", "openbox")
+# Plain text, not HTML: nothing is escaped. A missing value fails instead of rendering as "".
+_JINJA = jinja2.Environment(
+    autoescape=False,  # noqa: S701 - prompts are plain text sent to a model, never HTML
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+)
 
 
 class PromptTemplateError(AgentSError, ValueError):
@@ -110,7 +120,7 @@ def detect_platform(
 
 
 class PromptTemplate:
-    """One role's template file: its sections, each a ``string.Template``."""
+    """One role's template file: its sections, each compiled as a Jinja2 template."""
 
     def __init__(self, name: str, text: str) -> None:
         self.name = name
@@ -128,17 +138,30 @@ class PromptTemplate:
                 )
             end = following.start() if following else len(text)
             sections[section] = text[marker.end() : end].strip("\n").rstrip()
-        self._sections = sections
-        self._placeholders = {s: self._scan(s, body) for s, body in sections.items()}
+        self._compiled: dict[str, jinja2.Template] = {}
+        self._placeholders: dict[str, frozenset[str]] = {}
+        for section, body in sections.items():
+            try:
+                self._placeholders[section] = frozenset(
+                    meta.find_undeclared_variables(_JINJA.parse(body))
+                )
+                self._compiled[section] = _JINJA.from_string(body)
+            except jinja2.TemplateSyntaxError as err:
+                raise PromptTemplateError(
+                    f"template {name!r} section {section!r} line {err.lineno}: {err.message}",
+                    template=name,
+                    section=section,
+                ) from err
 
     @property
     def sections(self) -> tuple[str, ...]:
-        return tuple(self._sections)
+        return tuple(self._compiled)
 
     def has(self, section: str) -> bool:
-        return section in self._sections
+        return section in self._compiled
 
     def placeholders(self, section: str) -> frozenset[str]:
+        """The variables ``section`` reads (``jinja2.meta.find_undeclared_variables``)."""
         self._require(section)
         return self._placeholders[section]
 
@@ -148,8 +171,7 @@ class PromptTemplate:
         missing = sorted(wanted - values.keys())
         if missing:
             raise PromptTemplateError(
-                f"template {self.name!r} section {section!r}: no value for "
-                + ", ".join(f"${m}" for m in missing),
+                f"template {self.name!r} section {section!r}: no value for " + ", ".join(missing),
                 template=self.name,
                 section=section,
                 variables=missing,
@@ -165,39 +187,29 @@ class PromptTemplate:
         for key, value in values.items():
             if not isinstance(value, (str, int)) or isinstance(value, bool):
                 raise PromptTemplateError(
-                    f"template {self.name!r} section {section!r}: ${key} must be text or an "
+                    f"template {self.name!r} section {section!r}: {key} must be text or an "
                     f"integer, not {type(value).__name__}",
                     template=self.name,
                     section=section,
                     variables=[key],
                 )
-        strings = {key: str(value) for key, value in values.items()}
-        return Template(self._sections[section]).substitute(strings)
+        try:
+            return self._compiled[section].render(values)
+        except jinja2.UndefinedError as err:  # e.g. an attribute the value does not have
+            raise PromptTemplateError(
+                f"template {self.name!r} section {section!r}: {err.message}",
+                template=self.name,
+                section=section,
+            ) from err
 
     def _require(self, section: str) -> None:
-        if section not in self._sections:
+        if section not in self._compiled:
             raise PromptTemplateError(
                 f"template {self.name!r} has no section {section!r} "
-                f"(it has: {', '.join(self._sections)})",
+                f"(it has: {', '.join(self._compiled)})",
                 template=self.name,
                 section=section,
             )
-
-    def _scan(self, section: str, body: str) -> frozenset[str]:
-        names: set[str] = set()
-        for match in Template.pattern.finditer(body):
-            if match.group("invalid") is not None:
-                line = body.count("\n", 0, match.start()) + 1
-                raise PromptTemplateError(
-                    f"template {self.name!r} section {section!r} line {line}: a '$' that starts "
-                    "no placeholder (write '$$' for a literal dollar sign)",
-                    template=self.name,
-                    section=section,
-                )
-            name = match.group("named") or match.group("braced")
-            if name:
-                names.add(name)
-        return frozenset(names)
 
 
 @cache

@@ -6,7 +6,7 @@
 What is secret:
 
 - the values given: the API keys (generation and grounding model) and the user's
-  (``AgentConfig.secrets``; ``agent_s.config.read_secrets`` fills it from ``[secrets]`` in the
+  (``AgentConfig.secrets``; ``agent_s.settings`` fills it from ``[secrets]`` in the
   configuration file and from ``AGENT_S_SECRET_ENV``);
 - with ``environ``: every variable whose NAME looks secret (``*_API_KEY``, ``*TOKEN*``,
   ``*SECRET*``, ``*PASSWORD*``, ...) whose value has at least ``ENV_MIN_LENGTH`` characters and

@@ -17,11 +17,14 @@ import enum
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_s.errors import describe_error
+from agent_s.actions import ActionModel, DoneAction, FailAction
+from agent_s.errors import AgentSError, DesktopSetupError, DisplayUnavailableError, describe_error
+from agent_s.lifecycle import Terminated
+from agent_s.models.errors import BudgetExceeded, ModelError
 from agent_s.models.types import Usage
 
 
@@ -93,6 +96,15 @@ class Timings:
     def __add__(self, other: Timings) -> Timings:
         return Timings(*(a + b for a, b in zip(_values(self), _values(other), strict=True)))
 
+    @classmethod
+    def of_step(cls, seconds: float, parts: Mapping[str, float]) -> Timings:
+        """One step's timings: its length and the time of its parts ("model", ...)."""
+        names = ("observe", "encode", "build", "model", "grounding", "execute")
+        return cls(seconds, *(parts.get(name, 0.0) for name in names))
+
+    def rounded(self) -> Timings:
+        return Timings(*(round(value, 3) for value in _values(self)))
+
 
 def _values(timings: Timings) -> tuple[float, ...]:
     return tuple(asdict(timings).values())
@@ -159,6 +171,120 @@ class RunResult:
         )
 
 
+# -- how a run ends ---------------------------------------------------------------------------
+
+
+class RunEnded(AgentSError):
+    """The run cannot go on (no usable reply, a refusal, the time limit): status and cause."""
+
+    def __init__(self, message: str, *, status: RunStatus, cause: Cause) -> None:
+        super().__init__(message)
+        self.status = status
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Why a run ends, before its result is put together."""
+
+    status: RunStatus
+    cause: Cause
+    reason: str
+    answer: str | None = None
+    check: PostconditionResult | None = None
+    error: BaseException | None = None
+
+
+class Tally:
+    """A task's running totals, from its start: the steps' timings and the model calls."""
+
+    def __init__(self) -> None:
+        self.started_at = time.time()  # unix time
+        self.model_calls = 0
+        self.timings = Timings()
+        self._clock = time.monotonic()
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._clock
+
+    def add_step(self, seconds: float, parts: Mapping[str, float]) -> None:
+        self.timings = self.timings + Timings.of_step(seconds, parts)
+
+    def result(
+        self,
+        task: str,
+        ending: Ending,
+        *,
+        steps: int,
+        usage: Usage,
+        model: str,
+        trajectory_dir: Path | None,
+    ) -> RunResult:
+        """The run's result, ended as ``ending`` now."""
+        check, error = ending.check, ending.error
+        return RunResult(
+            task=task,
+            status=ending.status,
+            cause=ending.cause,
+            reason=ending.reason,
+            answer=ending.answer,
+            steps=steps,
+            usage=usage,
+            model_calls=self.model_calls,
+            timings=replace(self.timings, total=self.elapsed).rounded(),
+            trajectory_dir=trajectory_dir,
+            verified=bool(check and check.passed),
+            postcondition=check,
+            model=model,
+            started_at=self.started_at,
+            error_type=type(error).__name__ if error is not None else None,
+        )
+
+
+def is_interrupt(err: BaseException) -> bool:
+    """Ctrl-C, or pyautogui's fail-safe (matched by type; importing pyautogui needs a display)."""
+    kind = type(err)
+    failsafe = kind.__name__ == "FailSafeException" and kind.__module__.startswith("pyautogui")
+    return isinstance(err, KeyboardInterrupt) or failsafe
+
+
+def error_ending(err: BaseException) -> Ending | None:
+    """How an exception ends a run: a limit, a stop, a provider or desktop failure. None for
+    anything else (a bug: the run ends as ``internal_error`` and the exception propagates)."""
+    if isinstance(err, RunEnded):
+        return Ending(err.status, err.cause, str(err))
+    if isinstance(err, BudgetExceeded):
+        cause: Cause = "budget_cost" if err.kind == "cost" else "budget_tokens"
+        return Ending(RunStatus.BUDGET_EXCEEDED, cause, str(err))
+    if isinstance(err, KeyboardInterrupt):  # Ctrl-C, or a stop signal: "interrupted by SIGTERM"
+        reason = str(err) if isinstance(err, Terminated) else "interrupted by the user"
+        return Ending(RunStatus.CANCELLED, "interrupted", reason)
+    if isinstance(err, ModelError):
+        reason = f"the model call failed: {err}"
+        return Ending(RunStatus.ERROR, "model_error", reason, error=err)
+    if isinstance(err, (DisplayUnavailableError, DesktopSetupError)):
+        return Ending(RunStatus.ERROR, "desktop_error", str(err), error=err)
+    if is_interrupt(err):  # pyautogui's fail-safe: the user took the mouse to a corner
+        reason = "stopped by the fail-safe: the mouse was moved into a screen corner"
+        return Ending(RunStatus.CANCELLED, "interrupted", reason)
+    return None
+
+
+def final_ending(action: ActionModel, postcondition: Postcondition | None = None) -> Ending:
+    """How a ``done`` or ``fail`` ends the run; after ``done`` the postcondition decides."""
+    if isinstance(action, FailAction):
+        return Ending(RunStatus.FAILED, "model_gave_up", action.reason or "the model gave up")
+    answer = action.answer if isinstance(action, DoneAction) else None
+    if postcondition is None:
+        return Ending(RunStatus.SUCCEEDED, "done", "the model said the task is done", answer)
+    check = check_postcondition(postcondition)
+    if check.passed:
+        return Ending(RunStatus.SUCCEEDED, "done", "done, and the check passed", answer, check)
+    reason = f"the model said done, but the check failed: {check.detail}"
+    return Ending(RunStatus.FAILED, "postcondition_failed", reason, answer, check)
+
+
 # -- postconditions ---------------------------------------------------------------------------
 
 
@@ -210,10 +336,16 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
 __all__ = [
     "Cause",
     "CommandCheck",
+    "Ending",
     "Postcondition",
     "PostconditionResult",
+    "RunEnded",
     "RunResult",
     "RunStatus",
+    "Tally",
     "Timings",
     "check_postcondition",
+    "error_ending",
+    "final_ending",
+    "is_interrupt",
 ]

@@ -34,7 +34,6 @@ requests with the same risks until ``reset()``. ``done`` and ``fail`` are always
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -42,9 +41,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from PIL import Image, ImageDraw
 from typing_extensions import assert_never
 
+from agent_s import marks
 from agent_s.actions import (
     ACTION_MODELS,
 )
@@ -494,21 +493,41 @@ class SafetyGate:
         return GateDecision(True, "ask", by, mode, risks, who, image=saved)
 
     def guard(
-        self, subject: Subject, decision: GateDecision, windows: Callable[[], Sequence[WindowInfo]]
+        self,
+        subject: Subject,
+        decision: GateDecision,
+        windows: Callable[[], Sequence[WindowInfo]],
+        *,
+        order: Callable[[], tuple[int, tuple[int, ...]]] | None = None,
+        listed: Sequence[WindowInfo] | None = None,
     ) -> Callable[[ops.Op], None]:
         """A check to run before each operation of an allowed action (``perform(before=...)``):
         each key press, text and click is judged again against the windows as they are at that
         moment (``windows()``), so a window that takes the focus while the action runs (a slow
         program opening, a dialog) cannot receive what was approved for another. It raises
-        ``GuardStopped`` when the operation now has a risk that was not allowed."""
+        ``GuardStopped`` when the operation now has a risk that was not allowed.
+
+        ``order`` (``X11Backend.window_order``: the active window and the stacking, cheaply):
+        the windows are listed again only when it changed since ``listed`` (the windows the
+        decision was judged on) or the last listing."""
         approved = {r.key for r in decision.risks} | set(self._always)
         if self.policy.mode == "auto" and not self.policy.config.rules:
             return lambda op: None  # nothing is ever refused: no need to look
+        seen = {_order_of(listed): tuple(listed)} if listed is not None else {}
+
+        def current() -> Sequence[WindowInfo]:
+            if order is None:
+                return windows()
+            now = order()
+            if now not in seen:
+                seen.clear()
+                seen[now] = tuple(windows())
+            return seen[now]
 
         def check(op: ops.Op) -> None:
             if not isinstance(op, _INPUT_OPS):
                 return
-            now = replace(subject, effects=plan_effects([op], windows()))
+            now = replace(subject, effects=plan_effects([op], current()))
             found = self.policy.assess(now)
             new = [r for r in found.risks if r.key not in approved]
             if found.verdict == "allow" or (found.verdict == "ask" and not new):
@@ -520,6 +539,11 @@ class SafetyGate:
             )
 
         return check
+
+
+def _order_of(windows: Sequence[WindowInfo]) -> tuple[int, tuple[int, ...]]:
+    """``X11Backend.window_order`` for a desktop whose windows are ``windows``."""
+    return next((w.id for w in windows if w.active), 0), tuple(w.id for w in windows)
 
 
 class GuardStopped(ActionExecutionError):
@@ -564,45 +588,9 @@ def approval_image(
     *,
     max_side: int = 1280,
 ) -> bytes:
-    """PNG: the screen around the action's targets (each marked with a red ring and cross),
+    """PNG: the screen around the action's targets (each marked with a red ring and ticks),
     or the window it goes to (outlined), or the whole screen; at most ``max_side`` pixels."""
-    image = screenshot.image.convert("RGB")
-    draw = ImageDraw.Draw(image)
-    scale, origin = screenshot.scale, screenshot.origin
-
-    def pixel(x: float, y: float) -> tuple[float, float]:
-        return (x - origin.x) * scale, (y - origin.y) * scale
-
-    box: tuple[float, float, float, float] = (0, 0, image.width, image.height)
-    if points:
-        marks = [pixel(p.x, p.y) for p in points]
-        red = (255, 0, 0)
-        for x, y in marks:  # a ring, with ticks outside it, leaves the target itself readable
-            draw.ellipse((x - 30, y - 30, x + 30, y + 30), outline=red, width=3)
-            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-                draw.line((x + dx * 33, y + dy * 33, x + dx * 48, y + dy * 48), fill=red, width=3)
-            draw.point((x, y), fill=red)
-        xs, ys = [m[0] for m in marks], [m[1] for m in marks]
-        margin_x = max(240, (max(xs) - min(xs)) * 0.2)
-        margin_y = max(160, (max(ys) - min(ys)) * 0.2)
-        box = (min(xs) - margin_x, min(ys) - margin_y, max(xs) + margin_x, max(ys) + margin_y)
-    elif window is not None:
-        left, top = pixel(window.x, window.y)
-        right, bottom = pixel(window.x + window.width, window.y + window.height)
-        draw.rectangle((left, top, right - 1, bottom - 1), outline=(255, 0, 0), width=4)
-        box = (left - 8, top - 8, right + 8, bottom + 8)
-    clamped = (
-        max(0, int(box[0])),
-        max(0, int(box[1])),
-        min(image.width, int(box[2])),
-        min(image.height, int(box[3])),
-    )
-    if clamped[2] - clamped[0] >= 8 and clamped[3] - clamped[1] >= 8:
-        image = image.crop(clamped)
-    image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=3)
-    return buffer.getvalue()
+    return marks.png(marks.approval_picture(screenshot, points, window, max_side=max_side))
 
 
 __all__ = [

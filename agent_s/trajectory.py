@@ -8,9 +8,12 @@
       step_001_approval.png   the screen crop an approver was shown (safety mode confirm)
       result.json         the RunResult, written (atomically) when the run ends
 
-Each step records the safety gate's decision (``safety``: allowed or refused, by the policy, a
-user rule, an approver and who, or nobody) and, for ``call_code_agent``, the code agent's turns
-(``substeps``: each reply, the code, its gate decision, exit status and bounded output).
+Each line is one ``agent_s.step.Step`` as pydantic dumps it, and is loaded back the same way
+(``Step.model_validate_json``); trajectories written before ``Step`` (``StepEntry`` lines) have
+the same fields and load as they are. Each step records the safety gate's decision (``safety``:
+allowed or refused, by the policy, a user rule, an approver and who, or nobody) and, for
+``call_code_agent``, the code agent's turns (``substeps``: each reply, the code, its gate
+decision, exit status and bounded output).
 
 A run killed with SIGKILL keeps every finished step readable: each line is written whole and
 synced before the next step starts. ``load_trajectory`` skips only a torn last line.
@@ -22,144 +25,30 @@ anything reaches the disk. Screenshots are written as they were sent: pixels can
 
 from __future__ import annotations
 
-import io
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PIL import ImageDraw
+from pydantic import ValidationError
 
-from agent_s.actions import ActionModel
+from agent_s import marks
 from agent_s.desktop import ops
 from agent_s.desktop.base import Screenshot
-from agent_s.grounding.types import GroundingResult
-from agent_s.models.types import Usage
 from agent_s.redact import Redactor
 from agent_s.result import RunResult
+from agent_s.step import Step
+
+if TYPE_CHECKING:
+    from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 
 TRAJECTORY_FILE = "trajectory.jsonl"
 RESULT_FILE = "result.json"
 RUN_FILE = "run.json"
-
-
-@dataclass(frozen=True)
-class GroundingEntry:
-    """One target of the step's action: where it was found and by which grounder, or why not."""
-
-    target: str
-    kind: str  # "element", "text_start", "text_end"
-    grounder: str
-    point: tuple[int, int] | None
-    box: tuple[int, int, int, int] | None = None
-    confidence: float | None = None
-    evidence: str = ""
-    seconds: float = 0.0
-    attempts: tuple[dict[str, Any], ...] = ()
-
-    @classmethod
-    def of(cls, kind: str, result: GroundingResult) -> GroundingEntry:
-        """The entry for a grounder's answer."""
-        box = result.box.as_tuple() if result.box is not None else None
-        attempts = tuple(
-            {"grounder": a.grounder, "outcome": a.outcome, "reason": a.reason[:300]}
-            for a in result.attempts
-        )
-        return cls(
-            result.expression,
-            kind,
-            result.grounder,
-            (result.point.x, result.point.y),
-            box,
-            round(result.confidence, 3),
-            result.evidence[:500],
-            round(result.seconds, 3),
-            attempts,
-        )
-
-
-@dataclass(frozen=True)
-class ModelCall:
-    """One generation (or reflection) call of the step: the raw reply, usage, or the error."""
-
-    purpose: str  # "generate" or "reflect"
-    reply: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    seconds: float = 0.0
-    http_attempts: int = 1
-    error: str = ""  # parse error fed back, or the model error that ended the call
-
-    @classmethod
-    def of(
-        cls, purpose: str, text: str, usage: Usage, start: float, attempts: int = 1, error: str = ""
-    ) -> ModelCall:
-        """The record of a call that started at ``start`` (``time.perf_counter()``)."""
-        return cls(
-            purpose,
-            text,
-            usage.input_tokens,
-            usage.output_tokens,
-            round(usage.cost_usd, 6),
-            round(time.perf_counter() - start, 3),
-            attempts,
-            error,
-        )
-
-
-@dataclass(frozen=True)
-class StepEntry:
-    """One line of ``trajectory.jsonl``."""
-
-    step: int
-    started_at: float  # unix time
-    seconds: float
-    screenshot: str | None  # file name inside the folder
-    screen: tuple[int, int]  # screenshot width, height
-    active_window: str | None
-    request: dict[str, Any]  # a summary: messages, images, text characters, image bytes, size
-    calls: tuple[ModelCall, ...]
-    reply: str  # the raw reply the action came from ("" if none)
-    action: dict[str, Any] | None  # the parsed action, its fields
-    action_text: str
-    grounding: tuple[GroundingEntry, ...]
-    executed: tuple[dict[str, Any], ...]  # the desktop operations performed, in order
-    code: str | None  # the same plan as pyautogui code, when one was planned
-    outcome: str  # "ok", "error", "invalid", "terminal", "cancelled"
-    detail: str = ""
-    errors: tuple[str, ...] = ()
-    timings: dict[str, float] = field(default_factory=dict)
-    dry_run_image: str | None = None
-    safety: dict[str, Any] | None = None  # the safety gate's decision on the action
-    substeps: tuple[dict[str, Any], ...] = ()  # the code agent's turns (call_code_agent)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> StepEntry:
-        values = dict(data)
-        values["substeps"] = tuple(values.get("substeps", ()))
-        values["screen"] = tuple(values["screen"])
-        values["calls"] = tuple(ModelCall(**c) for c in values["calls"])
-        values["grounding"] = tuple(
-            GroundingEntry(
-                **{
-                    **g,
-                    "point": tuple(g["point"]) if g.get("point") else None,
-                    "box": tuple(g["box"]) if g.get("box") else None,
-                    "attempts": tuple(g.get("attempts", ())),
-                }
-            )
-            for g in values["grounding"]
-        )
-        values["executed"] = tuple(values["executed"])
-        values["errors"] = tuple(values["errors"])
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -168,66 +57,34 @@ class Trajectory:
 
     folder: Path
     run: dict[str, Any]
-    steps: tuple[StepEntry, ...]
+    steps: tuple[Step, ...]
     result: RunResult | None
     torn_last_line: bool = False
 
 
-@dataclass
-class StepDraft:
-    """A step being built; written to the trajectory even if the step is cut short."""
-
-    step: int
-    started_at: float
-    start: float = field(default_factory=time.perf_counter)
-    screenshot: str | None = None
-    screen: tuple[int, int] = (0, 0)
-    active_window: str | None = None
-    request: dict[str, Any] = field(default_factory=dict)
-    calls: list[ModelCall] = field(default_factory=list)
-    reply: str = ""
-    action: ActionModel | None = None
-    grounding: list[GroundingEntry] = field(default_factory=list)
-    executed: list[dict[str, Any]] = field(default_factory=list)
-    code: str | None = None
-    errors: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    dry_run_image: str | None = None
-    safety: dict[str, Any] | None = None
-    substeps: list[dict[str, Any]] = field(default_factory=list)
-
-    def entry(self, outcome: str, detail: str) -> StepEntry:
-        action = self.action
-        return StepEntry(
-            step=self.step,
-            started_at=self.started_at,
-            seconds=round(time.perf_counter() - self.start, 3),
-            screenshot=self.screenshot,
-            screen=self.screen,
-            active_window=self.active_window,
-            request=self.request,
-            calls=tuple(self.calls),
-            reply=self.reply,
-            action=action.model_dump(mode="json") if action is not None else None,
-            action_text=call_text(action) if action is not None else "",
-            grounding=tuple(self.grounding),
-            executed=tuple(self.executed),
-            code=self.code,
-            outcome=outcome,
-            detail=detail,
-            errors=tuple(self.errors),
-            timings={k: round(v, 4) for k, v in self.timings.items()},
-            dry_run_image=self.dry_run_image,
-            safety=self.safety,
-            substeps=tuple(self.substeps),
-        )
-
-
-def call_text(action: ActionModel) -> str:
-    """The action as a compact call, e.g. ``agent.click('OK', num_clicks=2)``."""
-    values = action.model_dump(exclude={"action"}, exclude_defaults=True)
-    arguments = ", ".join(f"{name}={value!r}" for name, value in values.items())
-    return f"agent.{action.action}({arguments})"
+def run_header(
+    task: str,
+    started_at: float,
+    model: ModelConfig,
+    grounding: GroundingConfig,
+    settings: AgentConfig,
+) -> dict[str, Any]:
+    """What ``run.json`` holds: the task, the models, the settings (secrets counted, never
+    shown), the Python version."""
+    values = asdict(settings)
+    values["record_dir"] = str(settings.record_dir) if settings.record_dir else None
+    values["secrets"] = len(settings.secrets)  # how many, never which
+    return {
+        "task": task,
+        "started_at": started_at,
+        "model": model.model,
+        "provider": model.provider,
+        "base_url": model.base_url,
+        "grounding": grounding.mode,
+        "grounding_model": grounding.model,
+        "settings": values,
+        "python": sys.version.split()[0],
+    }
 
 
 class TrajectoryWriter:
@@ -277,8 +134,9 @@ class TrajectoryWriter:
     def write_run(self, header: dict[str, Any]) -> None:
         self._atomic(RUN_FILE, (self._text(header) + "\n").encode("utf-8"))
 
-    def write_step(self, entry: StepEntry) -> None:
-        self._lines.write(self._text(entry.to_json()) + "\n")
+    def write_step(self, step: Step) -> None:
+        """One line: the step as pydantic dumps it to JSON (its image left out), redacted."""
+        self._lines.write(self._text(step.model_dump(mode="json")) + "\n")
         self._lines.flush()
         os.fsync(self._lines.fileno())
         self.steps_written += 1
@@ -316,36 +174,7 @@ def _default(value: Any) -> Any:
 def draw_plan(screenshot: Screenshot, plan: Sequence[ops.Op]) -> bytes:
     """The screenshot with the planned operations drawn on it (PNG): a ring at each point, a
     line for a drag, the text to type and the keys to press written near the top."""
-    image = screenshot.image.convert("RGB")
-    draw = ImageDraw.Draw(image)
-    scale = screenshot.scale
-
-    def pixel(at: ops.Point) -> tuple[float, float]:
-        return ((at.x - screenshot.origin.x) * scale, (at.y - screenshot.origin.y) * scale)
-
-    labels: list[str] = []
-    for op in plan:
-        points = [getattr(op, name) for name in ("at", "start", "end") if hasattr(op, name)]
-        for at in points:
-            x, y = pixel(at)
-            draw.ellipse((x - 12, y - 12, x + 12, y + 12), outline=(255, 0, 0), width=3)
-            draw.line((x - 18, y, x + 18, y), fill=(255, 0, 0), width=1)
-            draw.line((x, y - 18, x, y + 18), fill=(255, 0, 0), width=1)
-        if isinstance(op, ops.Drag):
-            draw.line((*pixel(op.start), *pixel(op.end)), fill=(255, 0, 0), width=3)
-        if isinstance(op, ops.TypeText):
-            labels.append(f"type {op.text[:80]!r}")
-        elif isinstance(op, (ops.Hotkey, ops.HoldAndPress)):
-            labels.append(f"keys {op}"[:100])
-        elif isinstance(op, (ops.Open, ops.Activate, ops.Sleep)):
-            labels.append(repr(op)[:100])
-    for row, label in enumerate(labels[:8]):
-        box = (8, 8 + row * 18, 8 + 7 * len(label) + 8, 8 + row * 18 + 16)
-        draw.rectangle(box, fill=(255, 255, 200))
-        draw.text((12, 9 + row * 18), label, fill=(200, 0, 0))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=3)
-    return buffer.getvalue()
+    return marks.png(marks.plan_picture(screenshot, plan))
 
 
 def load_trajectory(folder: Path | str) -> Trajectory:
@@ -356,19 +185,20 @@ def load_trajectory(folder: Path | str) -> Trajectory:
     if not lines_path.is_file():
         raise FileNotFoundError(f"{folder} is not a trajectory folder: no {TRAJECTORY_FILE}")
     raw = lines_path.read_text(encoding="utf-8").split("\n")
-    steps: list[StepEntry] = []
+    steps: list[Step] = []
     torn = False
     for number, line in enumerate(raw, start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as err:
-            if all(not rest.strip() for rest in raw[number:]):
+            steps.append(Step.model_validate_json(line))
+        except ValidationError as err:
+            cut = any(e["type"] == "json_invalid" for e in err.errors())
+            if cut and all(not rest.strip() for rest in raw[number:]):
                 torn = True
                 break
-            raise ValueError(f"{lines_path}:{number}: not a JSON line ({err})") from err
-        steps.append(StepEntry.from_json(data))
+            problem = "not a JSON line" if cut else "not a step"
+            raise ValueError(f"{lines_path}:{number}: {problem} ({err})") from err
     run_path, result_path = folder / RUN_FILE, folder / RESULT_FILE
     run = json.loads(run_path.read_text(encoding="utf-8")) if run_path.is_file() else {}
     result = None
@@ -389,14 +219,10 @@ def find_secrets(folder: Path, secrets: Sequence[str]) -> list[str]:
 
 
 __all__ = [
-    "GroundingEntry",
-    "ModelCall",
-    "StepDraft",
-    "StepEntry",
     "Trajectory",
     "TrajectoryWriter",
-    "call_text",
     "draw_plan",
     "find_secrets",
     "load_trajectory",
+    "run_header",
 ]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich import box
@@ -24,6 +25,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agent_s.cli import options
+
+if TYPE_CHECKING:
+    from agent_s.bench.runner import Backend
+    from agent_s.settings import Settings
 
 bench_app = typer.Typer(help="Run OSWorld-format task suites and score them.", no_args_is_help=True)
 
@@ -129,8 +134,9 @@ def run(
         ),
     ] = None,
     code_agent: Annotated[
-        bool, typer.Option("--code-agent/--no-code-agent", help="Offer the code agent.")
-    ] = True,
+        bool | None,
+        typer.Option("--code-agent/--no-code-agent", help="Offer the code agent (default on)."),
+    ] = None,
 ) -> None:
     """Run every task of SUITE, each on a fresh virtual desktop, and score it as OSWorld does."""
     from agent_s.bench.policies import POLICIES
@@ -138,7 +144,8 @@ def run(
     from agent_s.bench.runner import RunCancelled, RunOptions, run_suite
     from agent_s.bench.tasks import TaskFormatError, load_suite
     from agent_s.cli.options import api_key as given_key
-    from agent_s.config import ConfigError, GroundingConfig, ModelConfig
+    from agent_s.code_runner import sandbox_problem
+    from agent_s.config import ConfigError
 
     out, err = Console(), Console(stderr=True)
     try:
@@ -146,40 +153,41 @@ def run(
             raise typer.BadParameter(f"--policy must be one of {', '.join(POLICIES)}")
         width, height = _screen(screen)
         loaded = load_suite(suite, index=index)
-        agent: dict[str, Any] = {}
+        settings = None
         if policy == "agent":  # fail before any desktop starts: no model, no key
-            config = ModelConfig.from_env(
-                provider=provider,
-                model=model,
-                base_url=base_url,
-                api_key=given_key(api_key, api_key_file),
-            )
-            GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
-            agent = {
-                "provider": config.provider,
-                "model": config.model,
-                "base_url": base_url,
-                "ground": ground,
-                "ground_url": ground_url,
-                "ground_model": ground_model,
-                "max_steps": max_steps,
+            problem = sandbox_problem()
+            flags = {
+                "--provider": provider,
+                "--model": model,
+                "--base-url": base_url,
+                "--ground": ground,
+                "--ground-url": ground_url,
+                "--ground-model": ground_model,
+                "--max-steps": max_steps,
+                "--safety": safety,
+                "--code-sandbox": code_sandbox,
+                "--code-agent": code_agent,
             }
-            agent.update(_safety(err, safety, code_sandbox, code_agent))
+            settings = bench_settings(flags, problem)
+            config = settings.build_model(given_key(api_key, api_key_file))
+            settings.build_grounding()
+            settings.secret_values()  # an unreadable secret file: a usage error here, not later
+            _safety(err, settings, problem, sandbox_given=code_sandbox is not None)
             api_key = config.api_key
         options = RunOptions(
             suite=loaded,
             results=results,
             policy=policy,
-            workers=workers,  # type: ignore[arg-type]
+            workers=workers,
             domains=tuple(domain or ()),
-            agent=agent,
+            settings=settings,
             api_key=api_key,
             max_cost_usd=max_cost,
             file_cache=file_cache,
             width=width,
             height=height,
-            backend=backend,
-            address=address,  # type: ignore[arg-type]
+            backend=cast("Backend", backend),  # RunOptions refuses any other name
+            address=address,
         )
     except (OSError, TaskFormatError, ConfigError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
@@ -263,38 +271,50 @@ def run(
     raise typer.Exit(1 if summary["overall"]["errors"] else 0)
 
 
-def _safety(
-    err: Console, mode: str | None, sandbox: str | None, code_agent: bool
-) -> dict[str, Any]:
-    """The safety and code-agent settings every worker gets: the configuration file, the
-    variables, the flags; model-written code runs under bubblewrap by default where it works."""
-    from agent_s.cli.run import safety_and_code
-    from agent_s.code_runner import sandbox_problem
-    from agent_s.config import ConfigError, read_secrets
+def bench_defaults(problem: str | None) -> dict[str, Any]:
+    """What ``bench run`` does unless the file, a variable or a flag says otherwise: safety mode
+    auto (nobody can approve inside the harness) and model-written code under bubblewrap where
+    it works (``problem``: why it does not, from ``code_runner.sandbox_problem``)."""
+    return {
+        "safety": {"mode": "auto"},
+        "code_agent": {"sandbox": "bwrap" if problem is None else "none"},
+    }
 
-    read_secrets()  # a bad [secrets] table is a usage error here, not in every worker
-    problem = sandbox_problem()
-    default = "bwrap" if problem is None else "none"
-    safety, code = safety_and_code(
-        mode, sandbox, None, None, code_agent, default_mode="auto", default_sandbox=default
-    )
+
+def bench_settings(
+    flags: Mapping[str, Any], problem: str | None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """``bench run``'s settings: its defaults, the configuration file, the ``AGENT_S_*``
+    variables, then ``flags`` (``{"--model": "gpt-4o", ...}``; None: not given). Every worker
+    gets them as they are resolved here."""
+    from agent_s.settings import flag_values, load_settings
+
+    defaults = bench_defaults(problem)
+    return load_settings(flag_values(flags), environ=environ, defaults=defaults)
+
+
+def _safety(err: Console, settings: Settings, problem: str | None, *, sandbox_given: bool) -> None:
+    """Refuse a bubblewrap sandbox that cannot work; warn when code will run without it, and
+    when the safety mode will refuse what nobody can approve."""
+    from agent_s.config import ConfigError
+
+    code, mode = settings.code_agent, settings.safety.mode
     if code.enabled and code.sandbox == "bwrap" and problem is not None:
         raise ConfigError(
             f"--code-sandbox bwrap cannot be used: {problem}", setting="--code-sandbox"
         )
-    if code.enabled and code.sandbox == "none" and problem is not None and sandbox is None:
+    if code.enabled and code.sandbox == "none" and problem is not None and not sandbox_given:
         err.print(
             f"[yellow]model-written code will run without the bubblewrap sandbox "
             f"({escape(problem)}); pass --no-code-agent to switch the code agent off[/]",
             highlight=False,
         )
-    if safety.mode in ("confirm", "confirm-all"):
+    if mode in ("confirm", "confirm-all"):
         err.print(
-            f"[yellow]safety mode {safety.mode}: nobody can approve inside the harness, so "
+            f"[yellow]safety mode {mode}: nobody can approve inside the harness, so "
             "actions that need approval will be refused[/]",
             highlight=False,
         )
-    return {"safety": safety.to_mapping(), "code_agent": code.to_mapping()}
 
 
 def _print_summary(out: Console, summary: dict[str, Any]) -> None:

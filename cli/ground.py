@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
-from PIL import Image, ImageDraw
+from PIL import Image
 from rich.console import Console
 
+from agent_s import marks
 from agent_s.desktop.base import Screenshot
 from agent_s.errors import AgentSError
 from agent_s.grounding import (
     AccessibilityGrounder,
-    CoordinateChain,
     Grounder,
     GrounderUnavailable,
     GroundingChain,
@@ -70,7 +70,7 @@ def _model_grounder(url: str | None, model: str | None, frame: str | None) -> Mo
     if frame is not None:
         if frame not in CONVENTIONS:
             raise typer.BadParameter(f"--ground-frame must be one of {', '.join(CONVENTIONS)}")
-        convention = cast(Convention, frame)
+        convention = frame  # narrowed to a Convention by the test above
     return ModelGrounder(build_provider(settings), convention=convention)
 
 
@@ -78,9 +78,9 @@ def _native_spec(model: str | None) -> ImageSpec:
     """The image limits of the generation model whose coordinates are given (its profile)."""
     if not model:
         return ImageSpec()
-    from agent_s.models.profiles import ProfileRegistry
+    from agent_s.models.profiles import ApiKind, ProfileRegistry
 
-    api = "anthropic" if "claude" in model.lower() else "openai_chat"
+    api: ApiKind = "anthropic" if "claude" in model.lower() else "openai_chat"
     profile = ProfileRegistry().resolve(model, api)
     return ImageSpec(
         format=profile.image_format,
@@ -116,20 +116,12 @@ def _grounder(
 
 
 def annotate(observation: Observation, result: GroundingResult, out: Path) -> None:
-    """Save the screenshot with the box (outline) and the point (cross in a ring) drawn on it."""
-    image = observation.screenshot.image.convert("RGB")
-    draw = ImageDraw.Draw(image)
-    chain = CoordinateChain(observation.screenshot)
-    if result.box is not None:
-        box = chain.screen_box_to_screenshot(result.box)
-        if box is not None:
-            draw.rectangle((box.x, box.y, box.right, box.bottom), outline=(0, 200, 0), width=2)
-    x, y = chain.screen_to_screenshot(result.point)
-    r = 9
-    draw.ellipse((x - r, y - r, x + r, y + r), outline=(255, 0, 0), width=2)
-    draw.line((x - r - 5, y, x + r + 5, y), fill=(255, 0, 0), width=1)
-    draw.line((x, y - r - 5, x, y + r + 5), fill=(255, 0, 0), width=1)
-    image.save(out)
+    """Save the screenshot with the box (outlined, labelled with the grounder) and the point
+    (ringed) drawn on it."""
+    picture = marks.grounding_picture(
+        observation.screenshot, result.point, result.box, label=result.grounder
+    )
+    picture.save(out)
 
 
 def _print_result(out: Console, result: GroundingResult) -> None:

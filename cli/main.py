@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agent_s import __version__
 from agent_s.cli import options
@@ -67,12 +68,37 @@ def doctor(
     ] = 10.0,
 ) -> None:
     """Check that this machine can see and act on a desktop, and that each configured model
-    answers with its key: one line per check."""
+    answers with its key: one line per check. The models are those ``agent-s run`` would use:
+    the flags, the ``AGENT_S_*`` variables, the configuration file."""
     from agent_s.doctor import ModelOptions, provider_checks, run_checks
+    from agent_s.errors import AgentSError
+    from agent_s.settings import flag_values, load_settings
 
-    key = options.api_key(api_key, api_key_file)
-    models = ModelOptions(provider, model, base_url, key, ground, ground_url, ground_model)
     environ = dict(os.environ)
+    flags = {
+        "--provider": provider,
+        "--model": model,
+        "--base-url": base_url,
+        "--ground": ground,
+        "--ground-url": ground_url,
+        "--ground-model": ground_model,
+    }
+    try:
+        settings = load_settings(flag_values(flags), environ=environ)
+    except AgentSError as error:
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(2) from error
+    found, grounding = settings.model, settings.grounding
+    key = options.api_key(api_key, api_key_file)
+    models = ModelOptions(
+        found.provider,
+        found.name,
+        found.base_url,
+        key,
+        grounding.mode,
+        grounding.url,
+        grounding.model,
+    )
     report = run_checks(
         virtual=virtual, providers=lambda: provider_checks(models, environ, timeout_s=timeout)
     )

@@ -9,8 +9,10 @@ a trajectory folder (``--record DIR``; default ``$AGENT_S_RECORD_DIR`` or
 Safety (``--safety``, default ``confirm``): actions the mode holds are shown with the exact text
 or code and a marked screen crop, and asked about (y / n / always for this run) when stdin is a
 terminal; when it is not, nobody can approve and those actions are refused (the model is told).
-``[safety]`` rules and allow lists and ``[code_agent]`` settings come from the configuration file
-(``$AGENT_S_CONFIG`` or ``~/.config/agent-s/config.toml``); flags win over variables over the file.
+Every setting (model, grounding, limits, ``[safety]`` rules, ``[code_agent]``, ``[secrets]``,
+``[profiles."MODEL"]`` prices) may also come from the configuration file (``$AGENT_S_CONFIG`` or
+``~/.config/agent-s/config.toml``) or an ``AGENT_S_*`` variable: ``agent_s.settings``; flags win
+over variables over the file over this command's defaults (``RUN_DEFAULTS``).
 
 Exit codes: 0 succeeded, 1 failed / infeasible / error, 2 usage or configuration error (nothing
 has touched the desktop then), 3 a limit was reached (steps, cost, time), 130 interrupted.
@@ -25,14 +27,12 @@ pyautogui's fail-safe (the mouse in a screen corner) stays on.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
-import os
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -41,21 +41,31 @@ from rich.markup import escape
 from agent_s.cli import options
 from agent_s.errors import AgentSError
 
-_DEFAULT_RECORD = Path("~/.local/share/agent-s/runs")
+if TYPE_CHECKING:
+    from agent_s.settings import Settings
+    from agent_s.step import Step
+
+# what ``run`` does unless the file, a variable or a flag says otherwise
+RUN_DEFAULTS: Mapping[str, Any] = {
+    "safety": {"mode": "confirm"},  # ask before risky actions (the SDK's default is auto)
+    "run": {"record_dir": "~/.local/share/agent-s/runs"},  # every run records a trajectory
+}
 _STYLES = {"succeeded": "green", "failed": "red", "infeasible": "red", "error": "red"}
 
 
-def _step_line(err: Console, report: Any) -> None:
+def _step_line(err: Console, step: Step) -> None:
+    from agent_s.context import describe_outcome
+
     where = "; ".join(
         f"({g.point[0]}, {g.point[1]}) via {g.grounder}" if g.point else f"not found ({g.grounder})"
-        for g in report.grounding
+        for g in step.grounding
     )
-    usage = report.usage
-    line = f"[bold]{report.step:>3}[/] {escape(report.action_text[:100])}"
+    usage = step.usage
+    line = f"[bold]{step.step:>3}[/] {escape(step.action_text[:100])}"
     if where:
         line += f"  [cyan]{escape(where)}[/]"
-    if report.outcome.kind != "ok":
-        line += f"  [yellow]{escape(report.outcome.describe(120))}[/]"
+    if step.outcome not in ("ok", "terminal"):
+        line += f"  [yellow]{escape(describe_outcome(step, 120))}[/]"
     line += f"  [dim]{usage.total_tokens} tok ${usage.cost_usd:.4f}[/]"
     err.print(line, highlight=False)
 
@@ -116,32 +126,12 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
         out.print(f"trajectory: {result.trajectory_dir}", highlight=False)
 
 
-def safety_and_code(
-    mode: str | None,
-    sandbox: str | None,
-    timeout: float | None,
-    steps: int | None,
-    enabled: bool,
-    *,
-    default_mode: str = "confirm",
-    default_sandbox: str = "none",
-) -> tuple[Any, Any]:
-    """The configuration file, then ``AGENT_S_*`` variables, then the flags (also for ``bench
-    run``, whose defaults differ: mode auto, and the bubblewrap sandbox where it works)."""
-    from agent_s.config import read_config_file
+def run_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """``run``'s settings: its defaults, the configuration file, the ``AGENT_S_*`` variables,
+    then ``flags`` (``{"--model": "gpt-4o", ...}``; None: not given)."""
+    from agent_s.settings import flag_values, load_settings
 
-    safety, code = read_config_file(
-        default_mode=default_mode,
-        default_sandbox=default_sandbox,  # type: ignore[arg-type]
-    )
-    safety, code = safety.with_env(os.environ), code.with_env(os.environ)
-    if mode is not None:
-        safety = dataclasses.replace(safety, mode=mode)
-    flags = {"sandbox": sandbox, "timeout_s": timeout, "max_steps": steps}
-    code = dataclasses.replace(code, **{k: v for k, v in flags.items() if v is not None})
-    if not enabled:
-        code = dataclasses.replace(code, enabled=False)
-    return safety, code
+    return load_settings(flag_values(flags), environ=environ, defaults=RUN_DEFAULTS)
 
 
 def _approver(err: Console, mode: str) -> Any:
@@ -207,39 +197,39 @@ def run(
         int | None, typer.Option(help="Turns the code agent has per call (default 20).")
     ] = None,
     code_agent: Annotated[
-        bool, typer.Option("--code-agent/--no-code-agent", help="Offer the code agent.")
-    ] = True,
+        bool | None,
+        typer.Option("--code-agent/--no-code-agent", help="Offer the code agent (default on)."),
+    ] = None,
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
     from agent_s.agent import Agent
-    from agent_s.config import AgentConfig, GroundingConfig, ModelConfig, read_secrets
     from agent_s.result import CommandCheck, RunStatus
 
     out, err = Console(), Console(stderr=True)
     try:
-        model_config = ModelConfig.from_env(
-            provider=provider,
-            model=model,
-            base_url=base_url,
-            api_key=options.api_key(api_key, api_key_file),
+        resolved = run_settings(
+            {
+                "--provider": provider,
+                "--model": model,
+                "--base-url": base_url,
+                "--ground": ground,
+                "--ground-url": ground_url,
+                "--ground-model": ground_model,
+                "--max-steps": max_steps,
+                "--max-cost": max_cost,
+                "--record": record,
+                "--reflection": reflection,
+                "--a11y-snapshot": a11y_snapshot,
+                "--safety": safety,
+                "--code-sandbox": code_sandbox,
+                "--code-timeout": code_timeout,
+                "--code-steps": code_steps,
+                "--code-agent": code_agent,
+            }
         )
-        grounding = GroundingConfig.from_env(mode=ground, url=ground_url, model=ground_model)
-        safety_config, code_config = safety_and_code(
-            safety, code_sandbox, code_timeout, code_steps, code_agent
-        )
-        settings = AgentConfig.from_env(
-            max_steps=max_steps,
-            max_cost_usd=max_cost,
-            dry_run=dry_run or None,
-            reflection=reflection,
-            record_dir=record,
-            safety=safety_config,
-            code=code_config,
-            a11y_snapshot=a11y_snapshot,
-            secrets=read_secrets(),
-        )
-        if settings.record_dir is None:
-            settings = dataclasses.replace(settings, record_dir=_DEFAULT_RECORD.expanduser())
+        model_config = resolved.build_model(options.api_key(api_key, api_key_file))
+        grounding = resolved.build_grounding()
+        settings = resolved.build_agent_config(dry_run=dry_run)
         argv = tuple(shlex.split(check)) if check is not None else None
         if argv == ():
             raise typer.BadParameter("--check needs a command")
@@ -248,6 +238,7 @@ def run(
             model_config,
             settings=settings,
             grounding=grounding,
+            profiles=resolved.build_profiles(),
             on_step=lambda report: _step_line(err, report),
             approver=approver,
         )

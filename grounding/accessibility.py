@@ -3,8 +3,12 @@
 Every element that is SHOWING and VISIBLE, has a name (its own, or the label it is "labelled
 by") and an on-screen box is a candidate; the referring expression's phrase is matched against
 names (and descriptions), its role word against AT-SPI roles, and the element's box centre is
-the point (AT-SPI extents are screen coordinates already). Elements covered by another
-application's window are skipped, using the window stack of the observation.
+the point. AT-SPI extents are screen coordinates, except from a toolkit drawing at a scale of its
+own: GTK at ``GDK_SCALE=2`` on X11 reports unscaled (half-size) extents. An application's scale
+is read off the observation (its top-level frame's extents against its window's size) and its
+boxes are mapped through ``transform.extents_to_screen``; whether an element is on the
+screenshot is the transform chain's answer. Elements covered by another application's window are
+skipped, using the window stack of the observation.
 
 When accessibility cannot answer it says why (``GrounderUnavailable``) so a chain moves on: no
 D-Bus session bus, the ``Atspi`` bindings missing, no application on the bus, or, when nothing
@@ -18,16 +22,22 @@ agent-s on a virtual desktop must set that variable first (the test fixtures do)
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from typing import Any
 
+from agent_s.desktop.base import WindowInfo
+from agent_s.desktop.ops import Point
 from agent_s.grounding import matching
 from agent_s.grounding.query import Query, normalize, parse_query
+from agent_s.grounding.transform import CoordinateChain, extents_to_screen
 from agent_s.grounding.types import (
     Box,
     Candidate,
@@ -96,7 +106,9 @@ _TOP_LEVEL_ROLES = frozenset({"frame", "dialog", "window", "alert", "file choose
 
 @dataclass(frozen=True)
 class Element:
-    """One showing, named element with its box in screen coordinates."""
+    """One showing, named element with its box: its AT-SPI extents as read (screen coordinates
+    but for a toolkit's own scale), in screen coordinates once ``AccessibilityGrounder.snapshot``
+    has mapped it."""
 
     name: str
     role: str
@@ -266,37 +278,90 @@ def _label_of(atspi: Any, acc: Any) -> str:
 
 
 class AccessibilityGrounder:
-    """Finds the element whose name (or description) and role fit the expression."""
+    """Finds the element whose name (or description) and role fit the expression.
+
+    The tree is read once per observation (the same ``Observation`` object: a new screenshot is
+    a new look at the tree). ``prefetch`` starts that read in a thread as soon as the screen is
+    captured, so it overlaps the encoding and the model call; ``snapshot`` then waits for it.
+    """
 
     name = "a11y"
 
     def __init__(self, tree: AccessibilityTree | None = None, *, max_snapshots: int = 4) -> None:
         self.tree = tree or AccessibilityTree()
-        self._snapshots: OrderedDict[str, list[Element]] = OrderedDict()
+        self._snapshots: OrderedDict[int, tuple[weakref.ref[Observation], Future[Any]]] = (
+            OrderedDict()
+        )
         self._max = max_snapshots
+        self._lock = threading.Lock()
+
+    def prefetch(self, observation: Observation) -> None:
+        """Start reading the tree for ``observation`` in the background (once)."""
+        future, started = self._entry(observation)
+        if not started:
+            return
+        try:
+            self.tree._bindings()  # AT-SPI is initialised in the caller's thread, not the reader's
+        except GrounderUnavailable as err:
+            future.set_exception(err)
+            return
+        threading.Thread(
+            target=self._read, args=(observation, future), name="a11y-prefetch", daemon=True
+        ).start()
 
     def snapshot(self, observation: Observation) -> list[Element]:
-        """The elements at the time of ``observation`` (read once per observation)."""
-        if observation.key in self._snapshots:
-            self._snapshots.move_to_end(observation.key)
-            return self._snapshots[observation.key]
-        elements = self.tree.elements()
-        if not elements and not self.tree.applications():
-            raise GrounderUnavailable(
-                "no application on the accessibility bus exposes a tree",
-                grounder=self.name,
-                reason="no accessible applications",
-            )
-        self._snapshots[observation.key] = elements
-        while len(self._snapshots) > self._max:
-            self._snapshots.popitem(last=False)
+        """The elements at the time of ``observation``, boxes in screen coordinates (read once
+        per observation)."""
+        future, started = self._entry(observation)
+        if started:
+            self._read(observation, future)
+        elements: list[Element] = future.result()
         return elements
+
+    def _entry(self, observation: Observation) -> tuple[Future[Any], bool]:
+        """The read of ``observation``'s tree, and whether the caller must start it."""
+        with self._lock:
+            entry = self._snapshots.get(id(observation))
+            if entry is not None and entry[0]() is observation:
+                self._snapshots.move_to_end(id(observation))
+                return entry[1], False
+            future: Future[Any] = Future()
+            self._snapshots[id(observation)] = (weakref.ref(observation), future)
+            while len(self._snapshots) > self._max:
+                self._snapshots.popitem(last=False)
+            return future, True
+
+    def _read(self, observation: Observation, future: Future[Any]) -> None:
+        try:
+            elements = self.tree.elements()
+            if not elements and not self.tree.applications():
+                raise GrounderUnavailable(
+                    "no application on the accessibility bus exposes a tree",
+                    grounder=self.name,
+                    reason="no accessible applications",
+                )
+            scales = toolkit_scales(elements, observation.windows)
+            future.set_result(
+                [
+                    replace(e, box=extents_to_screen(e.box, scales[e.pid]))
+                    if e.pid in scales
+                    else e
+                    for e in elements
+                ]
+            )
+        except BaseException as err:  # handed to whoever waits for the snapshot
+            future.set_exception(err)
+            if not isinstance(err, Exception):  # an interrupted read is not remembered
+                with self._lock:
+                    self._snapshots.pop(id(observation), None)
+                raise
 
     def ground(self, expression: str, observation: Observation) -> GroundingResult:
         start = time.perf_counter()
         query = parse_query(expression)
         everything = self.snapshot(observation)
-        elements = [e for e in everything if _on_screen(e, observation)]
+        chain = CoordinateChain(observation.screenshot)
+        elements = [e for e in everything if _on_screen(e, observation, chain)]
         found = []
         for phrase in query.phrases:
             matches = [m for e in elements if (m := _match(query, phrase, e, observation))]
@@ -362,17 +427,35 @@ class AccessibilityGrounder:
         )
 
 
-def _on_screen(element: Element, observation: Observation) -> bool:
-    """Inside the screenshot, and not covered by another application's window."""
-    shot = observation.screenshot
-    width, height = shot.image.size
-    area = Box(
-        shot.origin.x,
-        shot.origin.y,
-        max(1, round(width / shot.scale)),
-        max(1, round(height / shot.scale)),
-    )
-    if not area.contains(element.box.center):
+def toolkit_scales(elements: Sequence[Element], windows: Sequence[WindowInfo]) -> dict[int, int]:
+    """The applications (by pid) that report extents at a scale of their own (2 for GTK at
+    ``GDK_SCALE=2`` on X11), and that scale: a top-level frame whose extents, so scaled, hold
+    the centre of the window of the same pid and title, and whose width and height are both
+    about that many times smaller than the window's (the frame's extents include the window
+    manager's decorations, so the ratio is a little under the scale). Other applications'
+    extents are screen coordinates already."""
+    scales: dict[int, int] = {}
+    for element in elements:
+        if element.role not in _TOP_LEVEL_ROLES or not element.pid or element.pid in scales:
+            continue
+        for window in windows:
+            if window.pid != element.pid or window.title != element.name:
+                continue
+            ratio_x = window.width / element.box.width
+            ratio_y = window.height / element.box.height
+            scale = round(ratio_x)
+            if scale < 2 or round(ratio_y) != scale:
+                continue
+            centre = Point(window.x + window.width // 2, window.y + window.height // 2)
+            if extents_to_screen(element.box, scale).contains(centre):
+                scales[element.pid] = scale
+                break
+    return scales
+
+
+def _on_screen(element: Element, observation: Observation, chain: CoordinateChain) -> bool:
+    """On the screenshot, and not covered by another application's window."""
+    if not chain.shows(element.box.center):
         return False
     top = matching.window_at(element.box, observation.windows)
     return top is None or top.pid is None or not element.pid or top.pid == element.pid
@@ -383,8 +466,8 @@ def _match(
 ) -> matching.Match | None:
     hits = []
     for text, weight in ((element.name, 1.0), (element.description, 0.9)):
-        words = matching.normalized_words(text)
-        hit = matching.best_window(phrase, words) if words else None
+        words = _words(text)
+        hit = _best_window(phrase, words) if words else None
         if hit is not None:
             hits.append((hit[0] * weight, hit[1] == 0 and hit[2] == len(words) - 1))
     if not hits:
@@ -405,13 +488,25 @@ def _match(
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(matching.normalized_words(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _best_window(phrase: tuple[str, ...], words: tuple[str, ...]) -> tuple[float, int, int] | None:
+    """``matching.best_window``, remembered: the same windows show the same names step after
+    step, and fuzzy matching every name against every phrase is most of a grounding's time."""
+    return matching.best_window(phrase, words)
+
+
 def _candidate(element: Element, score: float) -> Candidate:
     return Candidate(element.name, round(min(1.0, score), 3), element.box, element.role)
 
 
 def _closest(query: Query, elements: list[Element]) -> tuple[Candidate, ...]:
     target = " ".join(query.phrase)
-    scored = {}
+    scored: dict[tuple[str, str], Candidate] = {}  # (name, role) -> its best candidate
     for element in elements:
         if element.role in _CONTAINER_ROLES:
             continue
@@ -441,6 +536,7 @@ def window_outline(
     if active is None or max_elements < 1:
         return [], 0
     area = Box(active.x, active.y, max(1, active.width), max(1, active.height))
+    chain = CoordinateChain(observation.screenshot)
     seen: set[tuple[str, str]] = set()
     lines: list[str] = []
     for element in elements:
@@ -448,7 +544,7 @@ def window_outline(
             continue
         if active.pid and element.pid and element.pid != active.pid:
             continue
-        if not area.contains(element.box.center) or not _on_screen(element, observation):
+        if not area.contains(element.box.center) or not _on_screen(element, observation, chain):
             continue
         name = _clip(" ".join(element.name.split()), max_name)
         key = (element.role, name)

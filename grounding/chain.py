@@ -15,10 +15,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Literal
 
+from agent_s.config import GroundMode as GroundMode  # re-exported: the names live with the settings
 from agent_s.grounding.types import (
     Attempt,
+    AttemptOutcome,
     Candidate,
     Grounder,
     GrounderUnavailable,
@@ -27,11 +28,8 @@ from agent_s.grounding.types import (
     GroundingResult,
     NotFound,
     Observation,
-    Outcome,
 )
 from agent_s.models.errors import ModelError
-
-GroundMode = Literal["auto", "a11y", "ocr", "model", "native"]
 
 
 class GroundingChain:
@@ -83,5 +81,5 @@ class GroundingChain:
         )
 
 
-def _attempt(grounder: Grounder, outcome: Outcome, reason: str, start: float) -> Attempt:
+def _attempt(grounder: Grounder, outcome: AttemptOutcome, reason: str, start: float) -> Attempt:
     return Attempt(grounder.name, outcome, reason, time.perf_counter() - start)

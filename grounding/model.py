@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import time
+import weakref
 from collections.abc import Sequence
 
 from agent_s.desktop.ops import Point
@@ -122,16 +123,30 @@ class ModelGrounder:
         self.convention: Convention = convention or convention_for_model(provider.model)
         self.image_spec = image_spec or default_image_spec(self.convention)
         self.max_output_tokens = max_output_tokens
-        self._encoded: tuple[str, EncodedImage] | None = None
+        self._encoded: tuple[weakref.ref[Observation], EncodedImage] | None = None
 
     def _encode(self, observation: Observation) -> EncodedImage:
-        """The screenshot encoded once per observation (several targets share it)."""
-        if self._encoded is None or self._encoded[0] != observation.key:
-            self._encoded = (
-                observation.key,
-                encode_screenshot(observation.screenshot.image, self.image_spec),
-            )
+        """The screenshot encoded once per observation (several targets share it). The
+        observation object is the key: hashing its pixels costs about as much as encoding."""
+        if self._encoded is None or self._encoded[0]() is not observation:
+            image = encode_screenshot(observation.screenshot.image, self.image_spec)
+            self._encoded = (weakref.ref(observation), image)
         return self._encoded[1]
+
+    def offer(self, observation: Observation, sent: EncodedImage) -> bool:
+        """Take ``sent`` (the generation model's image of ``observation``) as this grounder's
+        own image when it has the very pixels this grounder would send (both PNG, the same
+        size), saving an encoding; True if taken."""
+        size = observation.screenshot.image.size
+        taken = (
+            self.image_spec.format == "png"
+            and sent.media_type == "image/png"
+            and (sent.source_width, sent.source_height) == size
+            and (sent.width, sent.height) == self.image_spec.fit(*size)
+        )
+        if taken:
+            self._encoded = (weakref.ref(observation), sent)
+        return taken
 
     def prompt(self, expression: str, sent: EncodedImage) -> str:
         """The question: in the frame the model answers in (a 0-1000 grid, or pixels of the

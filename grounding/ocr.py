@@ -384,13 +384,13 @@ class OcrGrounder:
                 if missing
                 else f"no {end_phrase!r} follows {start_phrase!r}"
             )
-            words = [Candidate(w.text, 0.0, chain.box_to_screen(w.box)) for w in page.words[:40]]
+            seen = [Candidate(w.text, 0.0, chain.box_to_screen(w.box)) for w in page.words[:40]]
             raise NotFound(
                 reason,
                 expression=f"{start_phrase} ... {end_phrase}",
                 grounder=self.name,
                 reason="span not found",
-                candidates=tuple(words),
+                candidates=tuple(seen),
             )
         _, _, first, last, score = min(pairs)
         head, tail = page.words[first].box, page.words[last].box

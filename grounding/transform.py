@@ -22,6 +22,13 @@ Every coordinate that reaches the desktop passes through here, whoever produced 
 Every link is bounds-checked and raises ``CoordinateError`` naming the stage. Continuous frame
 coordinates name the sent pixel they fall in; a sent pixel maps to the centre of the block of
 screenshot pixels it stands for.
+
+The other way, screen -> screenshot, serves the pictures drawn for people (``agent_s.marks``:
+the dry-run plan, the approval crop, ``agent-s ground --annotate``), which may place a mark
+off the picture (``CoordinateChain.screen_to_pixel``, unchecked), and the accessibility
+grounder's "is it on this screenshot" test (``CoordinateChain.shows``). Accessibility extents
+come in the toolkit's units: GTK at ``GDK_SCALE=2`` on X11 reports unscaled (half-size)
+extents, which ``extents_to_screen`` scales to screen coordinates first.
 """
 
 from __future__ import annotations
@@ -72,6 +79,27 @@ def smart_resize(
         w = math.ceil(width * beta / factor) * factor
         h = math.ceil(height * beta / factor) * factor
     return w, h
+
+
+def screen_to_pixel(screenshot: Screenshot, x: float, y: float) -> tuple[float, float]:
+    """Where screen position (x, y) falls on ``screenshot``, in pixels, neither rounded nor
+    bounds-checked: ``(x - origin.x) * scale``. The chain's screen -> screenshot link."""
+    origin, scale = screenshot.origin, screenshot.scale
+    return (x - origin.x) * scale, (y - origin.y) * scale
+
+
+def extents_to_screen(box: Box, toolkit_scale: float) -> Box:
+    """An accessibility box, in the units of a toolkit drawing at ``toolkit_scale``, as a
+    screen box: GTK at ``GDK_SCALE=2`` on X11 reports extents in unscaled units (half the
+    size on the screen), so they are multiplied by 2; at scale 1 the box is returned as is."""
+    if toolkit_scale <= 0 or not math.isfinite(toolkit_scale):
+        raise ValueError(f"toolkit scale must be positive, not {toolkit_scale}")
+    if toolkit_scale == 1:
+        return box
+    left, top = round(box.x * toolkit_scale), round(box.y * toolkit_scale)
+    right = round((box.x + box.width) * toolkit_scale) - 1
+    bottom = round((box.y + box.height) * toolkit_scale) - 1
+    return Box.from_corners(left, top, max(left, right), max(top, bottom))
 
 
 @dataclass(frozen=True)
@@ -223,12 +251,21 @@ class CoordinateChain:
             )
         return point
 
+    def screen_to_pixel(self, point: Point) -> tuple[int, int]:
+        """The screenshot pixel at the centre of screen point ``point``, unchecked: it may lie
+        off the screenshot (a mark drawn there is cut off)."""
+        x, y = screen_to_pixel(self.screenshot, point.x + 0.5, point.y + 0.5)
+        return math.floor(x), math.floor(y)
+
+    def shows(self, point: Point) -> bool:
+        """Whether screen point ``point`` is on this screenshot."""
+        x, y = self.screen_to_pixel(point)
+        return 0 <= x < self.width and 0 <= y < self.height
+
     def screen_to_screenshot(self, point: Point) -> tuple[int, int]:
         """The screenshot pixel at the centre of screen point ``point``."""
-        shot = self.screenshot
-        x = math.floor((point.x - shot.origin.x + 0.5) * shot.scale)
-        y = math.floor((point.y - shot.origin.y + 0.5) * shot.scale)
-        if not (0 <= x < self.width and 0 <= y < self.height):
+        if not self.shows(point):
+            shot = self.screenshot
             raise CoordinateError(
                 f"screen point ({point.x}, {point.y}) is outside this screenshot",
                 stage="screen",
@@ -241,7 +278,7 @@ class CoordinateChain:
                     self.height / shot.scale,
                 ),
             )
-        return x, y
+        return self.screen_to_pixel(point)
 
     def box_to_screen(self, box: Box) -> Box:
         """A box in screenshot pixels as a box in screen coordinates."""
@@ -251,15 +288,20 @@ class CoordinateChain:
         )
         return Box.from_corners(top_left.x, top_left.y, bottom_right.x, bottom_right.y)
 
+    def screen_box_to_pixels(self, box: Box) -> Box:
+        """A screen box as the screenshot pixels it covers, unclipped (it may reach off the
+        screenshot)."""
+        left, top = screen_to_pixel(self.screenshot, box.x, box.y)
+        right, bottom = screen_to_pixel(self.screenshot, box.x + box.width, box.y + box.height)
+        return Box.from_corners(
+            math.floor(left), math.floor(top), math.ceil(right) - 1, math.ceil(bottom) - 1
+        )
+
     def screen_box_to_screenshot(self, box: Box) -> Box | None:
         """A screen box as screenshot pixels, clipped to the screenshot (``None`` if outside)."""
-        shot = self.screenshot
-        left = math.floor((box.x - shot.origin.x) * shot.scale)
-        top = math.floor((box.y - shot.origin.y) * shot.scale)
-        right = math.ceil((box.x + box.width - shot.origin.x) * shot.scale) - 1
-        bottom = math.ceil((box.y + box.height - shot.origin.y) * shot.scale) - 1
-        left, top = max(left, 0), max(top, 0)
-        right, bottom = min(right, self.width - 1), min(bottom, self.height - 1)
+        pixels = self.screen_box_to_pixels(box)
+        left, top = max(pixels.x, 0), max(pixels.y, 0)
+        right, bottom = min(pixels.right, self.width - 1), min(pixels.bottom, self.height - 1)
         if left > right or top > bottom:
             return None
         return Box.from_corners(left, top, right, bottom)

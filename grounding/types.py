@@ -27,7 +27,7 @@ from agent_s.desktop.ops import Point
 from agent_s.errors import AgentSError
 
 GrounderName = Literal["a11y", "ocr", "model", "native"]
-Outcome = Literal["answered", "not_found", "unavailable", "error"]
+AttemptOutcome = Literal["answered", "not_found", "unavailable", "error"]
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class Attempt:
     """What one grounder of a chain did: answered, found nothing, could not look, or failed."""
 
     grounder: str
-    outcome: Outcome
+    outcome: AttemptOutcome
     reason: str
     seconds: float
 
@@ -206,7 +206,10 @@ class TextSpan:
 
 
 class GroundingError(AgentSError):
-    """Grounding produced no point. Subclasses say why."""
+    """Grounding produced no point. Subclasses say why; ``grounder`` names the grounder that
+    failed, when known (``NotFound`` and ``GrounderUnavailable`` always say)."""
+
+    grounder: str = ""
 
 
 class NotFound(GroundingError, LookupError):

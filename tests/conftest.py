@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from agent_s.desktop.base import WindowInfo
@@ -92,22 +93,10 @@ def x11(desktop: VirtualDesktop) -> Iterator[Any]:
     backend.close()
 
 
-def _parent_map() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command name) for every process we can see."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            stat = (entry / "stat").read_text()
-            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-            table[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), comm)
-    return table
-
-
 # Session services that programs wake on demand (D-Bus activation); several daemonise, so their
 # parent is init, not the bus. They serve every later test and must outlive the one that woke
-# them (this process's Atspi, for one, cannot reconnect to a new accessibility bus).
+# them (this process's Atspi, for one, cannot reconnect to a new accessibility bus). Names as
+# the kernel keeps them (at most 15 characters).
 _SESSION_SERVICES = frozenset(
     {"dbus-daemon", "at-spi-bus-laun", "at-spi2-registr", "dconf-service", "gvfsd"}
 )
@@ -115,44 +104,43 @@ _SESSION_SERVICES = frozenset(
 
 def _session_services(pids: Sequence[int]) -> set[int]:
     """Those of ``pids`` that are session services or were started by one."""
-    table = _parent_map()
     services = set()
     for pid in pids:
-        current = pid
-        for _ in range(64):  # the process, then its ancestors
-            if current not in table:
-                break
-            parent, comm = table[current]
-            if comm in _SESSION_SERVICES:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            # psutil may give the full name from the command line: compare the kernel's part
+            if any(p.name()[:15] in _SESSION_SERVICES for p in [proc, *proc.parents()]):
                 services.add(pid)
-                break
-            current = parent
     return services
 
 
 def end_processes(pids: Sequence[int], grace: float = 2.0) -> None:
     """SIGTERM, then SIGKILL after ``grace`` seconds, for processes this test session started."""
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            procs.append(psutil.Process(pid))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         alive = []
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-                alive.append(pid)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)  # only if the pid is still that process
+                alive.append(proc)
         deadline = time.monotonic() + grace
         while alive and time.monotonic() < deadline:
             time.sleep(0.03)
             alive = [p for p in alive if _running(p)]
         if not alive:
             return
-        pids = alive
+        procs = alive
 
 
-def _running(pid: int) -> bool:
+def _running(proc: psutil.Process) -> bool:
+    """Still running: a zombie is dead (this container's init may not reap it)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return state != "Z"
 
 
 @dataclass

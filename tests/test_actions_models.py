@@ -30,7 +30,6 @@ from agent_s.actions import (
     WaitAction,
     action_catalogue,
     action_json_schema,
-    action_tool_schemas,
 )
 from agent_s.desktop import ops
 
@@ -427,10 +426,3 @@ def test_json_schema_covers_every_action() -> None:
         "minimum": 1,
         "type": "integer",
     }
-    tools = action_tool_schemas()
-    assert [tool["name"] for tool in tools] == list(ACTION_MODELS)
-    for tool in tools:
-        parameters = tool["parameters"]
-        assert "action" not in parameters["properties"]
-        assert set(parameters["required"]) <= set(parameters["properties"])
-        assert tool["description"]

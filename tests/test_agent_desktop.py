@@ -67,7 +67,7 @@ def test_mousepad_type_and_save(apps: Any, x11: Any, tmp_path: Path) -> None:
     assert saved.startswith("Shopping list\nmilk and eggs"), saved
     steps = load_trajectory(result.trajectory_dir).steps
     assert steps[0].grounding[0].grounder == "ocr"
-    assert [a["outcome"] for a in steps[0].grounding[0].attempts] == ["not_found", "answered"]
+    assert [a.outcome for a in steps[0].grounding[0].attempts] == ["not_found", "answered"]
     assert find_secrets(result.trajectory_dir, [KEY]) == []
 
 

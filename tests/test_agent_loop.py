@@ -206,6 +206,31 @@ def test_notes_last_for_the_task_and_reset_clears_them(tmp_path: Path) -> None:
         assert agent.notes == ()
 
 
+def test_one_meter_counts_each_task_the_grounding_model_included(tmp_path: Path) -> None:
+    """The generation and grounding models charge one meter, reset in place for each task."""
+    task = [
+        reply(act('agent.click("the OK button")'), input_tokens=100, output_tokens=10),
+        reply("(640, 400)", input_tokens=50, output_tokens=5),  # the grounding model
+        reply(act("agent.done()"), input_tokens=100, output_tokens=10),
+    ]
+    backend = RecordingBackend(screens(4))
+    with ScriptedModelServer(task + task) as server:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        grounding = GroundingConfig("model", url=server.openai_base_url, model="ground-model")
+        config = AgentConfig(settle_seconds=0, record_dir=tmp_path, retry_attempts=1)
+        agent = Agent(model, settings=config, grounding=grounding, backend=backend)
+        first, second = agent.run("Click OK"), agent.run("Click OK again")
+    assert backend.ops == [Click(Point(640, 400)), Click(Point(640, 400))]
+    for result in (first, second):
+        assert result.succeeded
+        assert (result.usage.calls, result.usage.total_tokens) == (3, 275)
+        assert result.model_calls == 2  # generation calls; the grounding call is metered only
+    assert agent.usage == second.usage
+    step = load_trajectory(second.trajectory_dir).steps[0]
+    assert step.grounding[0].grounder == "model"
+    assert step.usage.total_tokens == 165  # the run's total when the step ended
+
+
 def test_grounding_failure_goes_back_to_the_model(tmp_path: Path) -> None:
     script = [reply(act('agent.click("(5000, 10)")')), reply(act("agent.done()"))]
     backend = RecordingBackend(screens(2))

@@ -185,15 +185,18 @@ def test_the_code_agent_edits_a_csv_once_and_the_worker_sees_what_happened(
         "message": "",
         "image": None,
     }
-    kinds = [s["kind"] for s in step.substeps]
+    kinds = [s.kind for s in step.substeps]
     assert kinds == ["block", "block", "final"]
-    assert [s["substep"] for s in step.substeps] == [1, 2, 3]
-    assert step.substeps[0]["run"]["exit_status"] == 0
-    assert "pear,2,0.75" in step.substeps[0]["run"]["stdout"]["text"]
-    assert step.substeps[1]["language"] == "python"
-    assert step.substeps[1]["safety"]["verdict"] == "allow"
-    assert step.substeps[2]["status"] == "done"
-    assert step.substeps[0]["call"]["purpose"] == "code"
+    assert [s.substep for s in step.substeps] == [1, 2, 3]
+    assert step.substeps[0].run is not None
+    assert step.substeps[0].run["exit_status"] == 0
+    assert "pear,2,0.75" in step.substeps[0].run["stdout"]["text"]
+    assert step.substeps[1].language == "python"
+    assert step.substeps[1].safety is not None
+    assert step.substeps[1].safety["verdict"] == "allow"
+    assert step.substeps[2].status == "done"
+    assert step.substeps[0].call is not None
+    assert step.substeps[0].call.purpose == "code"
     assert "rows written: 2" in step.detail
 
 
@@ -232,7 +235,7 @@ def test_a_hanging_block_and_fifty_megabytes_of_output_do_not_stop_the_run(
     assert "still working" in told
     step = load_trajectory(result.trajectory_dir).steps[0]
     assert step.outcome == "error"
-    runs = [s["run"] for s in step.substeps if "run" in s]
+    runs = [s.run for s in step.substeps if s.run is not None]
     assert runs[0]["timed_out"] is True
     assert runs[0]["stopped"] == "stopped at the time limit"
     assert runs[1]["stdout"]["truncated"] is True
@@ -305,10 +308,12 @@ def test_code_blocks_are_approved_or_refused_one_by_one(work: Path, tmp_path: Pa
     assert "the user (erin) refused it: not that" in refused
     step = load_trajectory(result.trajectory_dir).steps[0]
     first, second = step.substeps[0], step.substeps[1]
-    assert first["kind"] == "refused"
-    assert "run" not in first
-    assert (first["safety"]["allowed"], first["safety"]["approver"]) == (False, "erin")
-    assert (second["safety"]["allowed"], second["safety"]["decided_by"]) == (True, "approver")
+    assert first.kind == "refused"
+    assert first.run is None
+    assert first.safety is not None
+    assert second.safety is not None
+    assert (first.safety["allowed"], first.safety["approver"]) == (False, "erin")
+    assert (second.safety["allowed"], second.safety["decided_by"]) == (True, "approver")
     assert step.safety is not None
     assert step.safety["decided_by"] == "mode confirm"  # the call itself; blocks are asked
 
@@ -331,7 +336,8 @@ def test_without_an_approver_code_is_refused_and_deny_risky_refuses_the_call(
     assert not (work / "made.txt").exists()
     assert "nobody can approve actions in this run" in conversation(server.requests[2])
     sub = load_trajectory(result.trajectory_dir).steps[0].substeps[0]
-    assert sub["safety"]["decided_by"] == "nobody (no approver)"
+    assert sub.safety is not None
+    assert sub.safety["decided_by"] == "nobody (no approver)"
 
     script = [reply(act("agent.call_code_agent()")), reply(act("agent.fail()"))]
     with ScriptedModelServer(script) as server:  # strict: no code-model request may be made
@@ -354,11 +360,11 @@ def test_the_code_agent_is_not_offered_when_the_caller_executes_or_it_is_off(
     with ScriptedModelServer(script) as server:
         agent = make_agent(server, RecordingBackend(screens(1)), tmp_path)
         agent.start("Sum column B")
-        report = agent.step(execute=False)  # e.g. an OSWorld runner executes the actions
+        step = agent.step(execute=False)  # e.g. an OSWorld runner executes the actions
     assert "agent.call_code_agent(" not in conversation(server.requests[0])
-    assert report.outcome.kind == "error"
-    assert "not available in this run" in report.outcome.detail
-    assert report.entry.substeps == ()
+    assert step.outcome == "error"
+    assert "not available in this run" in step.detail
+    assert step.substeps == ()
 
     script = [reply(act("agent.call_code_agent()")), reply(act("agent.fail()"))]
     with ScriptedModelServer(script) as server:  # switched off: not offered, not run
@@ -437,5 +443,5 @@ def test_ctrl_c_during_code_cancels_the_run_and_kills_the_code(work: Path, tmp_p
     step = load_trajectory(result["trajectory_dir"]).steps[0]
     assert step.outcome == "cancelled"
     (turn,) = step.substeps  # the turn that was cut short, with the code it was running
-    assert (turn["kind"], turn["language"]) == ("interrupted", "bash")
-    assert "sleep 300" in turn["code"]
+    assert (turn.kind, turn.language) == ("interrupted", "bash")
+    assert "sleep 300" in turn.code

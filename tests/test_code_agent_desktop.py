@@ -99,7 +99,7 @@ def test_the_code_agent_edits_a_csv_and_the_worker_sees_it_on_screen(
     assert (work / "sales.csv").read_text().endswith("south,80\nGrandtotal,200\n")
     assert approvals == ["run_code", "type"]  # the code block, then typing into the terminal
     steps = load_trajectory(result.trajectory_dir).steps
-    assert [s["kind"] for s in steps[0].substeps] == ["block", "final"]
+    assert [s.kind for s in steps[0].substeps] == ["block", "final"]
     assert "total 200" in steps[0].detail  # the worker was told what the code printed
     check = steps[2].grounding[0]
     assert check.point is not None, check
@@ -172,8 +172,9 @@ def test_cli_asks_at_a_terminal_y_and_n_per_code_block(tmp_path: Path, desktop: 
     assert "it runs bash code" in seen
     folder = Path(json.loads(stdout)["trajectory_dir"])
     subs = load_trajectory(folder).steps[0].substeps
-    assert [s["safety"]["allowed"] for s in subs[:2]] == [False, True]
-    assert subs[0]["safety"]["approver"].endswith("(cli)")
+    assert [(s.safety or {}).get("allowed") for s in subs[:2]] == [False, True]
+    assert subs[0].safety is not None
+    assert subs[0].safety["approver"].endswith("(cli)")
 
 
 def _read_until(fd: int, seen: str, marker: str, proc: subprocess.Popen[str]) -> str:
@@ -210,4 +211,5 @@ def test_cli_without_a_terminal_refuses_and_says_so(tmp_path: Path, desktop: Any
     assert not (work / "made.txt").exists()
     folder = Path(json.loads(result.stdout)["trajectory_dir"])
     sub = load_trajectory(folder).steps[0].substeps[0]
-    assert (sub["kind"], sub["safety"]["decided_by"]) == ("refused", "nobody (no approver)")
+    assert sub.safety is not None
+    assert (sub.kind, sub.safety["decided_by"]) == ("refused", "nobody (no approver)")

@@ -7,6 +7,7 @@ the sandbox and the containment are in test_code_sandbox.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -18,9 +19,11 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agent_s.code_runner import CodeRunner, RunnerSettings, SandboxUnavailable, sandbox_problem
+from agent_s.containment import block_processes, end_block
 
 
 def settings(workdir: Path, **values: object) -> RunnerSettings:
@@ -38,13 +41,11 @@ def work(tmp_path: Path) -> Path:
 def running_in(folder: Path) -> list[int]:
     """Live processes (not zombies: this container's init may not reap) working in ``folder``."""
     found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state not in ("Z", "X") and (entry / "cwd").resolve() == folder.resolve():
-                found.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            live = proc.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+            if live and Path(proc.cwd()).resolve() == folder.resolve():
+                found.append(proc.pid)
     return found
 
 
@@ -208,6 +209,30 @@ def test_ctrl_c_kills_the_running_block_and_everything_it_started(work: Path) ->
     _, stderr = driver.communicate(timeout=15)
     assert "KeyboardInterrupt" in stderr
     assert not running_in(work)
+
+
+def test_end_block_ends_every_descendant_and_counts_them() -> None:
+    """``block_processes`` finds a block's descendants, one in a session of its own too;
+    ``end_block`` ends them all and counts them, the block's first process not counted."""
+    root = subprocess.Popen(
+        ["bash", "-c", "sleep 61 & setsid sleep 62 & wait"], start_new_session=True
+    )
+
+    def started() -> list[str]:
+        found = block_processes(root.pid)
+        return sorted(" ".join(psutil.Process(p).cmdline()) for p in found if p != root.pid)
+
+    try:
+        deadline = time.monotonic() + 10
+        while started() != ["sleep 61", "sleep 62"]:
+            assert time.monotonic() < deadline, started()
+            time.sleep(0.02)
+        assert root.pid in block_processes(root.pid)
+        assert end_block(root.pid) == 2
+        assert block_processes(root.pid) == []  # the root is a zombie until waited for
+    finally:
+        root.kill()
+        root.wait()
 
 
 # -- the sandbox -----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ documented limit, which ``containment_problem()`` reports).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,11 +28,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from polling import wait_until
 
 from agent_s.code_runner import CodeRun, CodeRunner, RunnerSettings, sandbox_problem
-from agent_s.containment import containment_argv, containment_problem
+from agent_s.containment import (
+    containment_argv,
+    containment_problem,
+    launcher_argv,
+    read_report,
+)
 
 BWRAP = sandbox_problem()
 needs_bwrap = pytest.mark.skipif(BWRAP is not None, reason=f"bubblewrap cannot run: {BWRAP}")
@@ -82,20 +89,39 @@ def use_mode(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict
 def marked(token: str) -> list[int]:
     """Live processes (not zombies) whose command line holds ``token``."""
     found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if token.encode() in (entry / "cmdline").read_bytes():
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state not in ("Z", "X") and int(entry.name) != os.getpid():
-                    found.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            live = proc.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+            if live and proc.pid != os.getpid() and token in "\0".join(proc.cmdline()):
+                found.append(proc.pid)
     return found
 
 
 def report(run: CodeRun) -> dict[str, Any]:
     assert run.ok, f"{run.stopped}\n{run.stdout.text}\n{run.stderr.text}"
     return json.loads(run.stdout.text.splitlines()[-1])
+
+
+def test_the_launcher_runs_without_site_packages_and_reports() -> None:
+    """The launcher runs as ``python -I -S`` (inside the sandbox too): standard library only,
+    no psutil, no agent_s. It runs the command and reports its status and leftovers."""
+    read_fd, write_fd = os.pipe()
+    try:
+        script = "import subprocess; subprocess.Popen(['sleep', '60']); raise SystemExit(3)"
+        argv = launcher_argv(write_fd, [sys.executable, "-c", script])
+        assert argv[1:3] == ["-I", "-S"]
+        done = subprocess.run(argv, pass_fds=(write_fd,), capture_output=True, timeout=30)
+        os.close(write_fd)
+        write_fd = -1
+        assert done.returncode == 3, done.stderr.decode()
+        status, leftovers = read_report(read_fd)
+        assert status is not None
+        assert os.waitstatus_to_exitcode(status) == 3
+        assert leftovers == 1  # the sleep, ended by the launcher
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
 
 
 # -- a daemon that tries to outlive its block ----------------------------------------------------

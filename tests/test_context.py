@@ -7,21 +7,20 @@ from PIL import Image, ImageDraw
 
 from agent_s.context import (
     ContextPolicy,
-    Grounding,
-    Outcome,
-    StepRecord,
     build_messages,
     build_reflection_messages,
+    describe_outcome,
     history_lines,
     measure,
     step_line,
     thoughts,
     with_feedback,
 )
-from agent_s.desktop.ops import Point
+from agent_s.grounding import TargetGrounding
 from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
 from agent_s.models.types import ImagePart, Message, TextPart
 from agent_s.prompting import Platform, reflection_system_prompt, worker_system_prompt
+from agent_s.step import Step, StepOutcome
 
 SPEC = ImageSpec(format="jpeg", quality=85, max_long_side=1280)
 PLATFORM = Platform("linux", 1920, 1080, desktop="openbox")
@@ -45,19 +44,32 @@ def _reply(step: int, length: int = 400) -> str:
     return f'{reasoning}\n```python\nclick(element_description="the OK button {step}")\n```'
 
 
-def _record(step: int, *, reply_length: int = 400, outcome: Outcome | None = None) -> StepRecord:
-    return StepRecord(
+def _record(
+    step: int, *, reply_length: int = 400, outcome: StepOutcome = "ok", detail: str = ""
+) -> Step:
+    target = f"the OK button {step}"
+    return Step(
         step=step,
-        screenshot=SCREENS[step % len(SCREENS)],
+        image=SCREENS[step % len(SCREENS)],
         reply=_reply(step, reply_length),
-        action=f'click(element_description="the OK button {step}")',
-        outcome=outcome or Outcome.success(),
-        grounding=(Grounding(f"the OK button {step}", "ui-tars-1.5", Point(900 + step, 500)),),
+        action_text=f'click(element_description="{target}")',
+        outcome=outcome,
+        detail=detail,
+        grounding=(_grounding(target, "ui-tars-1.5", (900 + step, 500)),),
     )
 
 
-def _steps(count: int, **kwargs: object) -> list[StepRecord]:
+def _grounding(target: str, grounder: str, point: tuple[int, int] | None) -> TargetGrounding:
+    return TargetGrounding(target=target, kind="element", grounder=grounder, point=point)
+
+
+def _steps(count: int, **kwargs: object) -> list[Step]:
     return [_record(n, **kwargs) for n in range(1, count + 1)]  # type: ignore[arg-type]
+
+
+def _image(step: Step) -> EncodedImage:
+    assert step.image is not None
+    return step.image
 
 
 def _texts(message: Message) -> str:
@@ -92,7 +104,7 @@ def test_keeps_the_newest_screenshots_and_alternates_roles(keep: int, steps: int
         "SYSTEM", "task", records, current, policy=ContextPolicy(keep_images=keep)
     )
     kept = records[len(records) - min(keep - 1, len(records)) :] if keep > 1 else []
-    assert _images(messages) == [r.screenshot.to_part() for r in kept] + [current.to_part()]
+    assert _images(messages) == [_image(r).to_part() for r in kept] + [current.to_part()]
     roles = [m.role for m in messages]
     assert roles[0] == "system"
     assert roles[1:] == ["user", "assistant"] * len(kept) + ["user"]
@@ -103,12 +115,12 @@ def test_keeps_the_newest_screenshots_and_alternates_roles(keep: int, steps: int
 
 def test_older_steps_become_compact_lines_with_action_grounding_and_outcome() -> None:
     records = _steps(6)
-    records[1] = _record(2, outcome=Outcome.failure("window 'Export' not found"))
-    records[2] = _record(3, outcome=Outcome.rejected("unknown action 'clik'"))
+    records[1] = _record(2, outcome="error", detail="window 'Export' not found")
+    records[2] = _record(3, outcome="invalid", detail="unknown action 'clik'")
     messages = build_messages("SYSTEM", "task", records, SCREENS[0])
     first_user = _texts(messages[1])
     for record in records[:4]:  # steps 1-4 are compact; 5 and 6 keep their screenshots
-        assert record.action in first_user
+        assert record.action_text in first_user
         assert f"at ({900 + record.step}, 500) via ui-tars-1.5" in first_user
     assert "-> failed: window 'Export' not found" in first_user
     assert "-> reply not used: unknown action 'clik'" in first_user
@@ -130,8 +142,8 @@ def test_compact_lines_quote_bounded_reasoning_without_the_code_block() -> None:
 
 def test_lines_beyond_the_cap_are_counted_not_listed() -> None:
     records = _steps(30)
-    records[3] = _record(4, outcome=Outcome.failure("boom"))
-    records[5] = _record(6, outcome=Outcome.rejected("no action"))
+    records[3] = _record(4, outcome="error", detail="boom")
+    records[5] = _record(6, outcome="invalid", detail="no action")
     text = history_lines(records, ContextPolicy(history_steps=10))
     lines = text.splitlines()
     assert lines[0] == "(steps 1-20 not listed: 18 ok, 1 failed, 1 reply not used)"
@@ -142,13 +154,14 @@ def test_lines_beyond_the_cap_are_counted_not_listed() -> None:
 
 
 def test_a_failed_grounding_is_reported() -> None:
-    record = StepRecord(
-        3,
-        SCREENS[0],
-        "Click it.",
-        "click('the Save icon')",
-        Outcome.failure("not found"),
-        (Grounding("the Save icon", "ocr", None),),
+    record = Step(
+        step=3,
+        image=SCREENS[0],
+        reply="Click it.",
+        action_text="click('the Save icon')",
+        outcome="error",
+        detail="not found",
+        grounding=(_grounding("the Save icon", "ocr", None),),
     )
     assert "click('the Save icon') not found by ocr -> failed: not found" in step_line(record)
 
@@ -214,11 +227,11 @@ def test_reflection_sees_the_trajectory_and_the_screens_around_the_last_step() -
     system = reflection_system_prompt(PLATFORM)
     messages = build_reflection_messages(system, "Rename the file", records, SCREENS[3])
     assert [m.role for m in messages] == ["system", "user"]
-    assert _images(messages) == [records[-1].screenshot.to_part(), SCREENS[3].to_part()]
+    assert _images(messages) == [_image(records[-1]).to_part(), SCREENS[3].to_part()]
     text = _texts(messages[1])
     assert "Rename the file" in text
     for record in records:
-        assert record.action in text
+        assert record.action_text in text
     assert "Judge step 5" in text
     with pytest.raises(ValueError, match="nothing to reflect"):
         build_reflection_messages(system, "t", [], SCREENS[0])
@@ -284,3 +297,13 @@ def test_measure_counts_text_and_image_bytes() -> None:
     assert (size.messages, size.text_chars, size.text_bytes, size.images) == (2, 8, 9, 1)
     assert size.image_bytes == SCREENS[0].nbytes
     assert size.total_bytes == 9 + SCREENS[0].nbytes
+
+
+def test_a_step_loaded_without_its_image_is_listed_but_cannot_be_shown() -> None:
+    loaded = _record(1).model_copy(update={"image": None})  # as load_trajectory gives it
+    assert step_line(loaded).startswith('1. click(element_description="the OK button 1")')
+    with pytest.raises(ValueError, match="step 1 has no screenshot in memory"):
+        build_messages("S", "t", [loaded], SCREENS[0])
+    done = _record(2, outcome="terminal")
+    assert describe_outcome(done, 100) == "ok"
+    assert describe_outcome(_record(3, outcome="error", detail="a\n b"), 100) == "failed: a b"

@@ -540,6 +540,9 @@ def test_windows_and_activate(x11: Any, apps: Any, desktop: VirtualDesktop) -> N
     assert x11.activate("galculater").id == calc.id  # fuzzy
     assert x11.activate(term_title[:8]).id == term.id  # part of the title
     assert _active_window_id(desktop) == term.id
+    # window_order is windows() in brief: the active id and the ids front-most first
+    assert x11.window_order() == (term.id, tuple(w.id for w in x11.windows()))
+    assert x11.window_order()[1][0] == term.id
 
     with pytest.raises(WindowNotFoundError) as caught:
         x11.activate("firefox")

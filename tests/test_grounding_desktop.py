@@ -112,6 +112,23 @@ def test_galculator_buttons_menus_and_glyphs(apps: Any, x11: Any) -> None:
     assert err.value.candidates
 
 
+def test_the_tree_is_read_once_per_observation_prefetched_or_not(apps: Any, x11: Any) -> None:
+    apps(["galculator"], window="galculator")
+    observation = _observe(x11)
+    a11y = AccessibilityGrounder()
+    a11y.prefetch(observation)  # read in the background, as the screen is captured
+    elements = a11y.snapshot(observation)
+    assert any(e.name == "7" for e in elements)
+    assert a11y.snapshot(observation) is elements  # the same read, not a second one
+    a11y.prefetch(observation)
+    assert a11y.snapshot(observation) is elements
+    again = Observation(observation.screenshot, observation.windows, observation.geometry)
+    fresh = a11y.snapshot(again)  # a new observation is a new look at the tree
+    assert fresh is not elements
+    assert [(e.name, e.role) for e in fresh] == [(e.name, e.role) for e in elements]
+    assert a11y.ground("the 7 button", again).details["name"] == "7"
+
+
 def test_gtk3_demo_tabs_buttons_and_list_rows(apps: Any, x11: Any) -> None:
     apps(["gtk3-demo"], window="gtk3-demo")
     observation = _observe(x11)

@@ -23,7 +23,7 @@ from agent_s.grounding import (
 )
 from agent_s.grounding.transform import smart_resize
 from agent_s.grounding.types import Box
-from agent_s.images import EncodedImage, ImageSpec
+from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
 from agent_s.models.endpoints import settings_from_env
 from agent_s.models.factory import build_provider
 from agent_s.models.types import Provider
@@ -155,6 +155,32 @@ def test_the_chain_falls_through_ocr_to_the_model(observation: Observation) -> N
     assert "model error" in err.value.reason
     assert len(server.requests) == 2  # the screenshot was encoded once, asked twice
     assert server.requests[0].images() == server.requests[1].images()
+
+
+def test_an_offered_image_is_sent_only_when_it_has_the_very_pixels(
+    observation: Observation,
+) -> None:
+    """The generation model's PNG of the same screen at the same size is sent as it is (no
+    second encoding: its bytes, from another PNG encoder, reach the wire); a JPEG, or another
+    size, is not taken, and the grounder encodes its own PNG."""
+    image = observation.screenshot.image
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=9)  # other bytes, the same pixels
+    offered = EncodedImage(buffer.getvalue(), "image/png", 1920, 1080, 1920, 1080)
+    jpeg = encode_screenshot(image, ImageSpec("jpeg"))
+    smaller = encode_screenshot(image, ImageSpec(max_long_side=1280))
+    with ScriptedModelServer([reply("(1450, 720)")] * 3) as server:
+        for sent, taken in ((offered, True), (jpeg, False), (smaller, False)):
+            grounder = ModelGrounder(_provider(server.openai_base_url, "some-vlm"))
+            fresh = Observation(observation.screenshot, geometry=GEOMETRY)
+            assert grounder.offer(fresh, sent) is taken
+            assert TARGET_ON_SCREEN.contains(grounder.ground("the red button", fresh).point)
+    wire = [request.images()[0] for request in server.requests]
+    assert [media_type for media_type, _ in wire] == ["image/png"] * 3
+    assert wire[0][1] == offered.data
+    for _, data in wire[1:]:  # its own encoding, of every pixel
+        assert data != offered.data
+        assert Image.open(io.BytesIO(data)).tobytes() == image.tobytes()
 
 
 def test_native_coordinates_use_the_image_the_model_saw(observation: Observation) -> None:

@@ -15,6 +15,7 @@ from agent_s.images import (
     ImageSpec,
     PointOutsideImageError,
     encode_screenshot,
+    png_bytes,
 )
 from agent_s.models.types import ImagePart
 
@@ -126,6 +127,24 @@ def test_png_within_limits_is_sent_pixel_for_pixel() -> None:
     assert not encoded.resized
     assert (encoded.scale_x, encoded.scale_y) == (1.0, 1.0)
     assert _decode(encoded).convert("RGB").tobytes() == source.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("mode", "size"), [("RGB", (1920, 1080)), ("L", (37, 1)), ("RGBA", (5, 9)), ("RGB", (1, 1))]
+)
+def test_png_is_lossless_in_every_mode_it_writes(mode: str, size: tuple[int, int]) -> None:
+    picture = Image.effect_noise(size, 90).convert(mode)
+    if mode == "RGBA":
+        picture.putalpha(Image.effect_noise(size, 60))  # transparency varies too
+    data = png_bytes(picture)
+    decoded = Image.open(io.BytesIO(data))
+    assert (decoded.format, decoded.mode, decoded.size) == ("PNG", mode, size)
+    assert decoded.tobytes() == picture.tobytes()
+
+
+def test_png_of_a_screen_is_much_smaller_than_its_pixels() -> None:
+    encoded = encode_screenshot(_screenshot(), ImageSpec(format="png"))
+    assert encoded.nbytes < 1920 * 1080 * 3 // 50
 
 
 def test_jpeg_quality_changes_the_size() -> None:

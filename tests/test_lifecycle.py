@@ -11,7 +11,6 @@ backend on that display, or by the next ``agent-s`` start.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -24,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import Xlib.display
 import Xlib.XK
@@ -58,33 +58,23 @@ def _wait_until(condition: Callable[[], Any], what: str, timeout: float = 30.0) 
 
 def _descendants(root: int) -> set[int]:
     """Every live process below ``root`` (by parent pid)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = set(), [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
+    try:
+        return {p.pid for p in psutil.Process(root).children(recursive=True) if _alive(p.pid)}
+    except psutil.Error:
+        return set()
 
 
 def _alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return state != "Z"
 
 
 def _cmdline(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
         return ""
 
 
@@ -154,6 +144,41 @@ def test_a_stop_signal_raises_terminated_once_and_waits_for_deferred_blocks() ->
     assert caught.value.signum == signal.SIGHUP
     assert finished == ["the deferred block"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_owner_is_known_by_pid_and_start_time_and_a_zombie_is_dead() -> None:
+    """State files name an owner by pid and start time: the same in every process that reads
+    it, not matched by another start (a pid used again), and dead once the process is."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        record = {**lifecycle.owner(), "pid": child.pid, "start": lifecycle.start_time(child.pid)}
+        assert isinstance(record["start"], float)
+        assert lifecycle.alive(record)
+        assert lifecycle.session_of(child.pid) == os.getsid(0)
+        elsewhere = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from agent_s import lifecycle as l; "
+                "print(l.start_time(int(sys.argv[1])))",
+                str(child.pid),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        assert float(elsewhere.stdout) == record["start"]
+        assert not lifecycle.alive({**record, "start": record["start"] - 0.01})
+        child.kill()
+        _wait_until(lambda: lifecycle.start_time(child.pid) is None, "the child to be a zombie")
+        assert psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE  # not reaped yet
+        assert not lifecycle.alive(record)
+    finally:
+        child.kill()
+        child.wait()
+    assert lifecycle.start_time(child.pid) is None
+    assert lifecycle.session_of(child.pid) is None
 
 
 @needs_desktop

@@ -211,23 +211,13 @@ def test_malformed_json_is_a_malformed_response_not_retried(api: str) -> None:
     [
         ("openai_chat", {"choices": []}, "no choices"),
         ("openai_chat", {"choices": [{"message": "text"}]}, "choices[0].message"),
-        (
-            "openai_chat",
-            {
-                "choices": [
-                    {
-                        "message": {
-                            "tool_calls": [
-                                {"id": "c", "function": {"name": "f", "arguments": "{bad"}}
-                            ]
-                        }
-                    }
-                ]
-            },
-            "not valid JSON",
-        ),
         ("openai_responses", {"output": "nope"}, "reply.output"),
-        ("anthropic", {"content": [{"type": "tool_use", "name": "f", "input": 3}]}, "input"),
+        (
+            "openai_responses",
+            {"output": [{"type": "message", "content": ["text"]}]},
+            "output[0].content has a non-object",
+        ),
+        ("anthropic", {"content": ["text"]}, "content[0] is not an object"),
         ("anthropic", [1, 2, 3], "not a JSON object"),
     ],
 )

@@ -90,3 +90,17 @@ def test_budget_limits_are_validated_and_exceeded_is_side_effect_free() -> None:
     assert meter.exceeded() is not None  # a zero budget allows no call at all
     meter.charge(Usage(cost_usd=0.0))
     assert UsageMeter().exceeded() is None
+
+
+def test_a_meter_reset_in_place_keeps_its_providers_charging_it() -> None:
+    meter = UsageMeter(Budget(max_tokens=100))
+    script = [reply("a", input_tokens=60, output_tokens=30), reply("b", input_tokens=5)]
+    with ScriptedModelServer(script) as server:
+        provider = _provider(server, meter)
+        provider.complete(REQUEST)
+        meter.reset(Budget(max_tokens=50))  # a new task: nothing is wired again
+        assert (meter.total, meter.charges) == (Usage(), ())
+        provider.complete(REQUEST)
+    assert (meter.total.input_tokens, meter.total.output_tokens) == (5, 10)
+    assert meter.budget == Budget(max_tokens=50)
+    assert [c.purpose for c in meter.charges] == ["worker"]

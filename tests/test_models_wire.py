@@ -14,11 +14,10 @@ from agent_s.models import (
     ProfileRegistry,
     ProviderSettings,
     TextPart,
-    ToolSpec,
     build_provider,
 )
 from agent_s.models.endpoints import NO_KEY_PLACEHOLDER, settings_from_env
-from agent_s.testing.scripted_replies import reply, tool_call
+from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
 KEY = "sk-test-0123456789abcdef"
@@ -173,29 +172,6 @@ def test_anthropic_merges_turns_and_thinking_replaces_temperature() -> None:
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["max_tokens"] == 3048
     assert "temperature" not in body
-
-
-@pytest.mark.parametrize("api", ["openai_chat", "openai_responses", "anthropic"])
-def test_tools_are_offered_and_tool_calls_parsed(api: str) -> None:
-    schema = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
-    tools = (ToolSpec("click", "Click at x.", schema),)
-    calls = (tool_call("click", {"x": 12}, id="call_1"),)
-    with ScriptedModelServer([reply("clicking", tool_calls=calls)]) as server:
-        out = _provider(server, api, "gpt-4o").complete(_request(tools=tools))
-    assert out.text == "clicking"
-    assert [(c.id, c.name, c.arguments) for c in out.tool_calls] == [("call_1", "click", {"x": 12})]
-    sent = server.requests[0].body["tools"][0]
-    names = {"openai_chat": sent.get("function", {}).get("name"), "anthropic": sent.get("name")}
-    assert names.get(api, sent.get("name")) == "click"
-
-
-def test_responses_computer_call_keeps_its_action() -> None:
-    action = {"type": "click", "x": 10, "y": 20, "button": "left"}
-    calls = (tool_call("computer", action, id="cu_1", computer=True),)
-    with ScriptedModelServer([reply("", tool_calls=calls)]) as server:
-        out = _provider(server, "openai_responses", "computer-use-preview").complete(_request())
-    assert out.tool_calls[0].name == "computer"
-    assert out.tool_calls[0].arguments == action
 
 
 @pytest.mark.parametrize(

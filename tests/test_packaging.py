@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -9,6 +10,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("agent_s", "cli", "grounding", "scripts")
@@ -53,6 +59,65 @@ def test_wheel_puts_everything_under_the_agent_s_namespace(tmp_path: Path) -> No
         assert required in names
     templates = [n for n in names if n.startswith("agent_s/prompts/") and n.endswith(".md")]
     assert templates, "prompt templates must ship as package data"
+
+
+def _installed_layout(root: Path) -> dict[str, str]:
+    """Lay the checkout out under ``root`` as it installs, with links: ``root/agent_s`` holds
+    agent_s/'s entries and, as ``[tool.setuptools.package-dir]`` maps them, cli/, grounding/
+    and prompts/. Returns the linked prefixes (``agent_s/cli/``) with their checkout folders."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    package_dir: dict[str, str] = setuptools["package-dir"]
+    top = root / "agent_s"
+    top.mkdir(parents=True)
+    mapped = {
+        package.removeprefix("agent_s."): folder
+        for package, folder in package_dir.items()
+        if package != "agent_s"
+    }
+    for entry in (REPO / package_dir["agent_s"]).iterdir():
+        if entry.name not in mapped and entry.name != "__pycache__":
+            (top / entry.name).symlink_to(entry)
+    for name, folder in mapped.items():
+        (top / name).symlink_to(REPO / folder, target_is_directory=True)
+    return {f"agent_s/{name}/": f"{folder}/" for name, folder in mapped.items()}
+
+
+def test_mypy_is_clean(tmp_path: Path) -> None:
+    """mypy (configured in pyproject.toml) finds nothing in agent_s, cli and grounding.
+
+    mypy knows nothing of setuptools' package-dir, so it checks a tree of links laid out as the
+    package installs; it reads the checkout's files either way, whether the package is
+    installed editable or not. No cache: a cold run, the same every time."""
+    linked = _installed_layout(tmp_path)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(REPO / "pyproject.toml"),
+            "--cache-dir",
+            os.devnull,
+            "--package",
+            "agent_s",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = result.stdout + result.stderr
+    for prefix, folder in linked.items():  # paths in the checkout, not in the link tree
+        report = re.sub(rf"^{re.escape(prefix)}", folder, report, flags=re.MULTILINE)
+    if result.returncode != 0:
+        pytest.fail("mypy found errors (paths in the checkout):\n" + report, pytrace=False)
+    # every module was checked: cli/ and grounding/ too, through their links
+    files = sum(
+        1 for folder in ("agent_s", *linked.values()) for _ in (REPO / folder).rglob("*.py")
+    )
+    checked = re.search(r"in (\d+) source files", result.stdout)
+    assert checked, report
+    assert int(checked[1]) == files, f"mypy checked {checked[1]} of {files} files\n{report}"
 
 
 def test_ruff_is_clean() -> None:

@@ -16,14 +16,8 @@ import pytest
 from PIL import Image
 
 from agent_s.actions.catalogue import action_catalogue
-from agent_s.context import (
-    Grounding,
-    Outcome,
-    StepRecord,
-    build_messages,
-    build_reflection_messages,
-)
-from agent_s.desktop.ops import Point
+from agent_s.context import build_messages, build_reflection_messages
+from agent_s.grounding import TargetGrounding
 from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
 from agent_s.models.types import ImagePart, Message, TextPart
 from agent_s.prompting import (
@@ -42,6 +36,7 @@ from agent_s.prompting import (
     text_span_prompt,
     worker_system_prompt,
 )
+from agent_s.step import Step
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("AGENT_S_UPDATE_SNAPSHOTS") == "1"
@@ -143,38 +138,53 @@ def test_rendered_prompt_matches_its_snapshot(name: str) -> None:
     assert_snapshot(name, text + "\n")
 
 
-def _records() -> tuple[list[StepRecord], EncodedImage]:
+def _records() -> tuple[list[Step], EncodedImage]:
     blank = Image.new("RGB", (1920, 1080), "white")
     screen = encode_screenshot(blank, ImageSpec(max_long_side=1280))
     replies = [
         (
             "The desktop is empty. I open the text editor.",
             'agent.open(app_or_filename="mousepad")',
-            Outcome.success(),
+            ("ok", ""),
             (),
         ),
         (
             "The editor is open. I type the greeting.",
             'agent.type(text="Hello")',
-            Outcome.success(),
+            ("ok", ""),
             (),
         ),
         (
             "I save with the menu.",
             'agent.click(element_description="the File menu")',
-            Outcome.failure("the grounder found two File menus"),
-            (Grounding("the File menu", "ocr", None),),
+            ("error", "the grounder found two File menus"),
+            (TargetGrounding(target="the File menu", kind="element", grounder="ocr", point=None),),
         ),
         (
             "The File menu is in the editor window's menu bar.",
             'agent.click(element_description="File in the editor menu bar")',
-            Outcome.success(),
-            (Grounding("File in the editor menu bar", "ui-tars-1.5-7b", Point(42, 61)),),
+            ("ok", ""),
+            (
+                TargetGrounding(
+                    target="File in the editor menu bar",
+                    kind="element",
+                    grounder="ui-tars-1.5-7b",
+                    point=(42, 61),
+                ),
+            ),
         ),
     ]
     records = [
-        StepRecord(i, screen, f"{why}\n```python\n{action}\n```", action, outcome, grounding)
-        for i, (why, action, outcome, grounding) in enumerate(replies, 1)
+        Step(
+            step=i,
+            image=screen,
+            reply=f"{why}\n```python\n{action}\n```",
+            action_text=action,
+            outcome=outcome,
+            detail=detail,
+            grounding=grounding,
+        )
+        for i, (why, action, (outcome, detail), grounding) in enumerate(replies, 1)
     ]
     return records, screen
 
@@ -312,7 +322,7 @@ def test_sections_the_code_relies_on_exist() -> None:
 def test_a_missing_variable_names_the_template_section_and_variable() -> None:
     with pytest.raises(PromptTemplateError, match=r"'worker' section 'result': no value") as caught:
         render("worker", "result", step=3)
-    assert "$result" in str(caught.value)
+    assert "no value for result" in str(caught.value)
     error = caught.value
     assert (error.template, error.section, error.variables) == ("worker", "result", ("result",))
 
@@ -324,7 +334,7 @@ def test_an_unused_variable_fails() -> None:
 
 
 def test_values_must_be_text_or_integers() -> None:
-    with pytest.raises(PromptTemplateError, match=r"\$step must be text or an integer"):
+    with pytest.raises(PromptTemplateError, match=r"step must be text or an integer"):
         render("worker", "screen", step=2.5)  # type: ignore[arg-type]
     with pytest.raises(PromptTemplateError, match="must be text or an integer"):
         render("worker", "screen", step=True)
@@ -332,6 +342,13 @@ def test_values_must_be_text_or_integers() -> None:
 
 def test_values_are_not_scanned_for_placeholders() -> None:
     assert render("worker", "task", task="pay $5 to ${name}") == "Your task: pay $5 to ${name}"
+    text = "{{ task }} {% if x %}{# note #}"
+    assert render("worker", "task", task=text) == f"Your task: {text}"
+
+
+def test_text_is_not_escaped() -> None:
+    text = '<b>Tom & Jerry\'s</b> "notes"'
+    assert render("worker", "task", task=text) == f"Your task: {text}"
 
 
 @pytest.mark.parametrize(
@@ -339,7 +356,8 @@ def test_values_are_not_scanned_for_placeholders() -> None:
     [
         ("no sections here", "has no sections"),
         ("<!-- section: a -->\nx\n<!-- section: a -->\ny", "defines section 'a' twice"),
-        ("<!-- section: a -->\ncosts $5", "line 1: a '\\$' that starts no placeholder"),
+        ("<!-- section: a -->\ncosts {{ 5", "section 'a' line 1: unexpected end of template"),
+        ("<!-- section: a -->\nx\n{% if y %}", "section 'a' line 2: Unexpected end of template"),
     ],
 )
 def test_malformed_templates_are_refused(text: str, message: str) -> None:
@@ -355,7 +373,9 @@ def test_sections_and_roles_must_exist() -> None:
 
 
 def test_header_comment_is_not_part_of_any_section() -> None:
-    template = PromptTemplate("t", "<!-- notes $ignored -->\n<!-- section: a -->\n\nHi $who\n\n")
+    template = PromptTemplate(
+        "t", "<!-- notes {{ ignored }} -->\n<!-- section: a -->\n\nHi {{ who }}\n\n"
+    )
     assert template.sections == ("a",)
     assert template.render("a", who="you") == "Hi you"
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from agent_s.actions import parse_action
 from agent_s.cli.approve import CliApprover
-from agent_s.config import AgentConfig, ConfigError, SafetyConfig, SafetyRule, read_config_file
+from agent_s.config import AgentConfig, ConfigError, SafetyConfig, SafetyRule
 from agent_s.desktop.base import Screenshot, WindowInfo
 from agent_s.desktop.ops import Point
 from agent_s.safety import (
@@ -27,6 +27,7 @@ from agent_s.safety import (
     subject_for_action,
     subject_for_code,
 )
+from agent_s.settings import load_settings
 
 XTERM = WindowInfo(1, "sh", "XTerm", 10, 0, 0, 800, 600, active=True)
 EDITOR = WindowInfo(2, "notes.txt - Mousepad", "Mousepad", 11, 0, 0, 800, 600, active=True)
@@ -178,7 +179,8 @@ def test_the_configuration_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         '[code_agent]\nmax_steps = 7\ntimeout = 12.5\nsandbox = "none"\nwritable = ["~/out"]\n'
         '[profiles."x*"]\nmax_output_tokens = 100\n'
     )
-    safety, code = read_config_file(path)
+    settings = load_settings(path=path, environ={})
+    safety, code = settings.safety, settings.code_agent
     assert safety.mode == "deny-risky"
     assert safety.allow_paths == ("~/Documents",)
     assert safety.rules[0] == SafetyRule("deny", keys=("ctrl+alt+t",), note="no new terminals")
@@ -186,13 +188,13 @@ def test_the_configuration_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert (code.max_steps, code.timeout_s) == (7, 12.5)
     assert code.writable == (Path("~/out").expanduser(),)
     monkeypatch.setenv("HOME", str(tmp_path / "nobody"))  # no ~/.config/agent-s/config.toml
-    default, _ = read_config_file(environ={}, default_mode="confirm")
+    default = load_settings(environ={}, defaults={"safety": {"mode": "confirm"}}).safety
     assert default.mode == "confirm"  # no file: the caller's default
     path.write_text('[safety]\nmode = "confirm"\nrules = [{effect = "deny", txt = "x"}]\n')
-    with pytest.raises(ConfigError, match="unknown keys txt"):
-        read_config_file(path)
+    with pytest.raises(ConfigError, match=r"safety\.rules\[1\]\.txt: unknown setting; known: "):
+        load_settings(path=path, environ={})
     with pytest.raises(ConfigError, match="does not exist"):
-        read_config_file(tmp_path / "missing.toml")
+        load_settings(path=tmp_path / "missing.toml", environ={})
 
 
 # -- the gate and the approver ---------------------------------------------------------------------

@@ -50,7 +50,7 @@ from agent_s.desktop import ops
 from agent_s.desktop.base import WindowInfo
 from agent_s.desktop.ops import Point
 from agent_s.effects import plan_effects
-from agent_s.safety import Policy, SafetyGate, Subject, subject_for_action
+from agent_s.safety import GuardStopped, Policy, SafetyGate, Subject, subject_for_action
 from agent_s.testing.scripted_replies import reply, slow
 from agent_s.testing.scripted_server import ScriptedModelServer
 
@@ -240,6 +240,33 @@ def test_an_allow_rule_for_an_app_covers_only_actions_that_stay_inside_it() -> N
     assert policy.assess(inside).verdict == "allow"
     dropped = judged('agent.drag_and_drop("a", "b")', IN_EDITOR, IN_TERM)
     assert policy.assess(dropped).verdict == "deny"
+
+
+def test_the_guard_lists_windows_again_only_when_the_window_order_changes() -> None:
+    """With ``order`` (the active window and the stacking, cheap to read), the windows the
+    decision was judged on stand until the order changes; then the guard looks again, and a
+    terminal that took the focus stops the keys."""
+    gate = SafetyGate(SafetyConfig(mode="confirm"))
+    judged = (EDITOR, replace(TERM, active=False))
+    subject = subject_for_action(parse_action('agent.type(text="ls")'), (), judged, "type")
+    decision = gate.check(subject, ask=False)
+    assert decision.allowed
+    focused = (replace(TERM, active=True), replace(EDITOR, active=False))
+    listings: list[tuple[WindowInfo, ...]] = []
+    now = [(EDITOR.id, (EDITOR.id, TERM.id))]
+
+    def windows() -> tuple[WindowInfo, ...]:
+        listings.append(focused)
+        return focused
+
+    guard = gate.guard(subject, decision, windows, order=lambda: now[0], listed=judged)
+    guard(ops.TypeText("ls"))
+    guard(ops.TypeText("ls"))
+    assert listings == []  # nothing changed: judged on the windows it was decided on
+    now[0] = (TERM.id, (TERM.id, EDITOR.id))
+    with pytest.raises(GuardStopped, match="terminal"):
+        guard(ops.TypeText("ls"))
+    assert len(listings) == 1
 
 
 # -- on the real desktop: each route by its effect ------------------------------------------------

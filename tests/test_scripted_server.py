@@ -22,7 +22,6 @@ from agent_s.testing.scripted_replies import (
     refusal,
     reply,
     slow,
-    tool_call,
     truncated,
 )
 from agent_s.testing.scripted_server import ScriptedModelServer
@@ -152,16 +151,6 @@ def test_fault_shapes_on_the_wire() -> None:
         assert cut.output_text == "half"
 
 
-def test_tool_calls_render_per_wire_format() -> None:
-    calls = (tool_call("click", {"x": 3}), tool_call("computer", {"type": "wait"}, computer=True))
-    with ScriptedModelServer([reply("", tool_calls=calls)] * 2) as server:
-        chat = _openai(server).chat.completions.create(model="m", messages=HELLO)
-        resp = _openai(server).responses.create(model="m", input="x")
-    assert chat.choices[0].finish_reason == "tool_calls"
-    assert json.loads(chat.choices[0].message.tool_calls[0].function.arguments) == {"x": 3}
-    assert [item.type for item in resp.output] == ["function_call", "computer_call"]
-
-
 def test_a_slow_step_outlasts_the_client_timeout_and_close_cuts_it_short() -> None:
     server = ScriptedModelServer([slow(30)]).start()
     with pytest.raises(openai.APITimeoutError):
@@ -177,8 +166,6 @@ def test_steps_from_json() -> None:
     step = Step.from_json({"kind": "slow", "delay_s": 2, "then": {"text": "late"}})
     assert step.then == reply("late")
     assert Step.from_json({"kind": "rate_limited", "retry_after": 3}).retry_after == "3"
-    calls = Step.from_json({"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}).tool_calls
-    assert calls[0].name == "f"
     with pytest.raises(ValueError, match="unknown step field"):
         Step.from_json({"txt": "typo"})
     with pytest.raises(ValueError, match="unknown step kind"):

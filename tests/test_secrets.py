@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,11 @@ from typer.testing import CliRunner
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.cli.main import app
 from agent_s.cli.options import _without_key
-from agent_s.config import CodeAgentConfig, ConfigError, read_secrets
+from agent_s.config import CodeAgentConfig, ConfigError
 from agent_s.desktop import RecordingBackend
 from agent_s.grounding import AccessibilityTree
 from agent_s.redact import PLACEHOLDER, Redactor
+from agent_s.settings import load_settings
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 from agent_s.trajectory import find_secrets
@@ -96,6 +98,11 @@ def test_variables_that_look_secret_are_redacted_without_being_named() -> None:
     assert redactor.text("mousepad-editor, ghp_abcdefgh1234") == f"mousepad-editor, {PLACEHOLDER}"
 
 
+def read_secrets(path: Path | None = None, *, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values marked secret by the settings (``[secrets]`` and ``AGENT_S_SECRET_ENV``)."""
+    return load_settings(path=path, environ=environ).secret_values(environ)
+
+
 def test_secrets_are_named_in_the_config_file_and_by_variable(tmp_path: Path) -> None:
     (tmp_path / "vault.txt").write_text(f"{VAULT}\n\n  second-value-1234 \n")
     config = tmp_path / "config.toml"
@@ -114,7 +121,7 @@ def test_secrets_are_named_in_the_config_file_and_by_variable(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="cannot read secret file /no/such/secret/file"):
         read_secrets(config, environ={})
     config.write_text('[secrets]\nvalues = ["x"]\n')
-    with pytest.raises(ConfigError, match=r"\[secrets\] has unknown keys values"):
+    with pytest.raises(ConfigError, match=r"secrets\.values: unknown setting; known: env, files"):
         read_secrets(config, environ={})
     from_env = AgentConfig.from_env({"AGENT_S_SECRET_ENV": "SHOP_PIN", "SHOP_PIN": PIN})
     assert from_env.secrets == (PIN,)
@@ -135,7 +142,7 @@ def test_secrets_printed_by_code_reach_no_file_and_no_model(
     config.write_text(f'[secrets]\nfiles = ["{tmp_path / "vault.txt"}"]\n')
     monkeypatch.setenv("SHOP_PIN", PIN)  # the code's environment: not a secret-looking name
     monkeypatch.setenv("AGENT_S_SECRET_ENV", "SHOP_PIN")
-    secrets = read_secrets(config)
+    secrets = read_secrets(config, environ=os.environ)
     assert set(secrets) == {PIN, VAULT}
     code = (
         "import base64, os\n"
@@ -191,7 +198,9 @@ def test_secrets_printed_by_code_reach_no_file_and_no_model(
     assert loaded.result is not None
     assert loaded.result.answer == f"the key is {PLACEHOLDER}"
     assert result.answer == f"the key is {PLACEHOLDER}"
-    output = loaded.steps[0].substeps[0]["run"]["stdout"]["text"]
+    run = loaded.steps[0].substeps[0].run
+    assert run is not None
+    output = run["stdout"]["text"]
     assert f"key: {PLACEHOLDER}" in output
     assert loaded.run["task"] == f"Check that the shop PIN {PLACEHOLDER} still works"
     assert loaded.run["settings"]["secrets"] == 2  # how many, never which

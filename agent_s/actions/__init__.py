@@ -6,7 +6,7 @@ action.plan([Point(640, 400)])   # [Click(at=Point(640, 400), clicks=2, ...)]
 action.to_pyautogui([Point(640, 400)])
 """
 
-from agent_s.actions.catalogue import action_catalogue, action_json_schema, action_tool_schemas
+from agent_s.actions.catalogue import action_catalogue, action_json_schema
 from agent_s.actions.models import (
     ACTION_MODELS,
     Action,
@@ -55,7 +55,6 @@ __all__ = [
     "WaitAction",
     "action_catalogue",
     "action_json_schema",
-    "action_tool_schemas",
     "parse_action",
     "render",
 ]

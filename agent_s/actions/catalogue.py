@@ -1,4 +1,4 @@
-"""The action list for prompts and the JSON schemas for tool-calling models, from the models.
+"""The action list for prompts and the JSON schema of an action, from the models.
 
 Everything here is derived from ``agent_s.actions.models``: the signature from the fields and
 their defaults, the one-line summary from the model docstring, each argument's text from its
@@ -55,7 +55,7 @@ def _type_name(schema: dict[str, Any]) -> str:
         return " | ".join(repr(value) for value in schema["enum"])
     if "const" in schema:
         return repr(schema["const"])
-    kind = schema.get("type")
+    kind: Any = schema.get("type")  # a JSON schema's type name; None when it names none
     if kind == "array":
         return f"list[{_type_name(schema.get('items', {}))}]"
     if kind == "object":
@@ -146,15 +146,3 @@ def action_catalogue(exclude: Collection[str] = ()) -> str:
 def action_json_schema() -> dict[str, Any]:
     """The JSON schema of one action object, ``{"action": "click", ...}`` (a tagged union)."""
     return _drop_titles(TypeAdapter(Action).json_schema())
-
-
-def action_tool_schemas() -> list[dict[str, Any]]:
-    """One function-tool definition per action (name, description, parameters schema).
-
-    For tool-calling APIs: a call of tool ``name`` with JSON ``arguments`` is the action
-    ``{"action": name, "arguments": arguments}``, which ``parse_action`` accepts.
-    """
-    return [
-        {"name": name, "description": summary(model), "parameters": _parameters(model)}
-        for name, model in ACTION_MODELS.items()
-    ]

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
+from agent_s.desktop.ops import Button as Button  # re-exported: the backend's button names
 from agent_s.keys import normalize_key
-
-Button = Literal["left", "middle", "right"]
 
 MAX_TEXT = 20_000
 MAX_DESCRIPTION = 500

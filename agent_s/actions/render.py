@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
+from typing import get_args
 
 from agent_s.desktop import ops
 
 _WRITABLE = frozenset(chr(code) for code in range(0x20, 0x7F)) - {"<"}
-_BUTTONS = ("left", "middle", "right")
+_BUTTONS = get_args(ops.Button)
 _IMPORT_ORDER = ("os", "shutil", "subprocess", "time", "pyautogui", "pyperclip")
 _PASTE_SETTLE = 0.2  # seconds for the application to fetch the clipboard before the next key
 _ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")

@@ -104,7 +104,7 @@ def _web_tabs(task: Task) -> list[str]:
 
 
 def _cache_urls(task: Task) -> list[str]:
-    urls = []
+    urls: list[str] = []
     for step in (*task.config, *task.evaluator.postconfig):
         if step.type == "download":
             urls.extend(str(f.get("url", "")) for f in step.parameters.get("files", []))

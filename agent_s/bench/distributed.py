@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import logging
 import os
 import shutil
 import signal
@@ -220,7 +221,7 @@ class RayBackend:
                 ray.init(
                     address=self.address or "auto",
                     log_to_driver=False,
-                    logging_level="warning",
+                    logging_level=logging.WARNING,
                     **extra,
                 )
             except (ConnectionError, RuntimeError) as err:

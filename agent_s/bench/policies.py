@@ -18,10 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_s.bench.scoring import LastAction
 from agent_s.bench.tasks import Task
+
+if TYPE_CHECKING:
+    from agent_s.settings import Settings
+    from agent_s.step import Step
 
 PolicyName = Literal["agent", "reference", "noop"]
 POLICIES: tuple[PolicyName, ...] = ("agent", "reference", "noop")
@@ -78,9 +82,13 @@ class OSWorldRecorder:
 
 
 def _last(code: str | None) -> LastAction:
-    if code in ("DONE", "FAIL", "WAIT"):
-        return code  # type: ignore[return-value]
-    return "OTHER" if code is not None else None
+    match code:
+        case "DONE" | "FAIL" | "WAIT":
+            return code
+        case None:
+            return None
+        case _:
+            return "OTHER"
 
 
 # -- reference and noop ---------------------------------------------------------------------------
@@ -89,44 +97,45 @@ def _last(code: str | None) -> LastAction:
 def run_reference(
     task: Task, backend: Any, folder: Path, lines: tuple[str, ...], *, policy: str = "reference"
 ) -> PolicyOutcome:
-    """Replay ``lines`` (action calls in our syntax) with live grounding."""
+    """Replay ``lines`` (action calls in our syntax) with live grounding (``Locator.locate``,
+    as the agent grounds): a target not yet on the screen is looked for again after a pause."""
     from agent_s.actions import ActionParseError, parse_action
     from agent_s.desktop.base import perform
     from agent_s.errors import AgentSError
-    from agent_s.grounding import GroundingError, Observation, OcrGrounder, build_grounder
+    from agent_s.grounding import GroundingError, Locator
     from agent_s.result import RunResult, RunStatus
-    from agent_s.trajectory import GroundingEntry, StepDraft, TrajectoryWriter
+    from agent_s.step import Step, call_text
+    from agent_s.trajectory import TrajectoryWriter
 
-    ocr = OcrGrounder()
-    grounder = build_grounder("auto", ocr=ocr)
+    locator = Locator.for_mode("auto")
     recorder = OSWorldRecorder(folder, backend)
     writer = TrajectoryWriter(folder / "trajectory")
     writer.write_run({"task": task.instruction, "policy": policy, "task_id": task.id})
     start, last, status, reason, n = time.monotonic(), None, "max_steps", "", 0
     try:
         for n, line in enumerate(lines, 1):
-            draft = StepDraft(step=n, started_at=time.time())
-            draft.reply = line
+            step = Step.begin(n).model_copy(update={"reply": line})
             try:
                 action = parse_action(line)
-                draft.action = action
-                points = _ground(action, backend, grounder, ocr, draft, GroundingEntry, Observation)
+                step = step.model_copy(update={"action": action, "action_text": call_text(action)})
+                points, groundings = _ground(action, backend, locator)
+                step = step.add(grounding=groundings)
                 plan = action.plan(points)
-                draft.code = action.to_pyautogui(points)
+                step = step.model_copy(update={"code": action.to_pyautogui(points)})
                 if plan:
                     perform(backend, plan)
                     time.sleep(SETTLE)
             except (ActionParseError, GroundingError, AgentSError, ValueError) as err:
-                draft.errors.append(f"{type(err).__name__}: {err}")
-                writer.write_step(draft.entry("error", str(err)[:500]))
-                recorder.step(n, draft.code or "", line, True, {"error": str(err)[:500]})
+                step = step.add(errors=[f"{type(err).__name__}: {err}"])
+                writer.write_step(step.ended("error", str(err)[:500]))
+                recorder.step(n, step.code or "", line, True, {"error": str(err)[:500]})
                 status, reason = "error", f"reference step {n} ({line}): {err}"
                 break
-            last = _last(draft.code)
+            last = _last(step.code)
             terminal = last in ("DONE", "FAIL")
-            writer.write_step(draft.entry("terminal" if terminal else "ok", ""))
-            recorder.step(n, draft.code or "", line, terminal, {})
-            if terminal:
+            writer.write_step(step.ended("terminal" if terminal else "ok"))
+            recorder.step(n, step.code or "", line, terminal, {})
+            if last in ("DONE", "FAIL"):  # terminal (and `last` not None)
                 status = "succeeded" if last == "DONE" else "failed"
                 reason = f"the {policy} policy ended with {last.lower()}"
                 break
@@ -152,36 +161,25 @@ def _cause(status: str) -> Any:
     )
 
 
-def _ground(
-    action: Any, backend: Any, grounder: Any, ocr: Any, draft: Any, entry: Any, observation: Any
-) -> list[Any]:
-    from agent_s.grounding import GroundingError
+def _ground(action: Any, backend: Any, locator: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(the screen points of the action's targets, how each was grounded), on a fresh
+    screenshot per try; raises the last try's ``GroundingError``."""
+    from agent_s.grounding import NotLocated, Observation
 
     targets = action.targets()
     if not targets:
-        return []
+        return (), ()
     for attempt in range(GROUND_TRIES):
         shot = backend.capture()
-        obs = observation(shot, tuple(backend.windows()), backend.geometry())
-        try:
-            if targets[0].kind != "element":
-                span = ocr.span(targets[0].text, targets[1].text, obs)
-                found = [span.start, span.end]
-                for target, at in zip(targets, found, strict=True):
-                    draft.grounding.append(entry(target.text, target.kind, "ocr", (at.x, at.y)))
-                return found
-            points = []
-            for target in targets:
-                result = grounder.ground(target.text, obs)
-                draft.grounding.append(entry.of(target.kind, result))
-                points.append(result.point)
-            return points
-        except GroundingError:
-            draft.grounding.clear()
-            if attempt == GROUND_TRIES - 1:
-                raise
-            time.sleep(1.0)
-    return []
+        found = locator.locate(
+            targets, Observation(shot, tuple(backend.windows()), backend.geometry())
+        )
+        if not isinstance(found, NotLocated):
+            return found.points, found.groundings
+        if attempt == GROUND_TRIES - 1:
+            raise found.error
+        time.sleep(1.0)
+    return (), ()
 
 
 def run_noop(task: Task, backend: Any, folder: Path) -> PolicyOutcome:
@@ -192,56 +190,34 @@ def run_noop(task: Task, backend: Any, folder: Path) -> PolicyOutcome:
 # -- the agent ----------------------------------------------------------------------------------
 
 
-def _safety(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's safety and code-agent settings (``bench run`` sends them; without them: mode
-    auto, as nobody can approve here, and model-written code under bubblewrap where it works),
-    and the secrets to redact."""
-    from agent_s.code_runner import sandbox_problem
-    from agent_s.config import CodeAgentConfig, SafetyConfig, read_secrets
-
-    safety = SafetyConfig.from_mapping(options.get("safety") or {}, "auto")
-    if options.get("code_agent") is not None:
-        code = CodeAgentConfig.from_mapping(options["code_agent"])
-    else:
-        code = CodeAgentConfig(sandbox="bwrap" if sandbox_problem() is None else "none")
-    # the values the user marked secret: this machine's configuration file and variables
-    return {"safety": safety, "code": code, "secrets": read_secrets()}
-
-
-def run_agent(task: Task, backend: Any, folder: Path, options: Mapping[str, Any]) -> PolicyOutcome:
-    """The model-driven agent: ``Agent.run`` with a step callback that writes OSWorld's lines."""
+def run_agent(
+    task: Task, backend: Any, folder: Path, settings: Settings, *, api_key: str | None = None
+) -> PolicyOutcome:
+    """The model-driven agent: ``Agent.run`` with a step callback that writes OSWorld's lines.
+    ``settings``: as ``bench run`` resolved them; ``api_key``: else the provider's variable.
+    This process's environment gives the values of the variables marked secret."""
     from agent_s.agent import Agent
-    from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 
-    model = ModelConfig.from_env(
-        provider=options.get("provider"),
-        model=options.get("model"),
-        base_url=options.get("base_url"),
-        api_key=options.get("api_key"),
-    )
-    grounding = GroundingConfig.from_env(
-        mode=options.get("ground"),
-        url=options.get("ground_url"),
-        model=options.get("ground_model"),
-    )
-    settings = AgentConfig.from_env(
-        max_steps=options.get("max_steps"),
-        max_cost_usd=options.get("max_cost_usd"),
-        record_dir=folder,
-        reflection=options.get("reflection"),
-        **_safety(options),
-    )
+    model = settings.build_model(api_key)
+    grounding = settings.build_grounding()
+    config = settings.build_agent_config(record_dir=folder)
     recorder = OSWorldRecorder(folder, backend)
     last: list[LastAction] = [None]
 
-    def on_step(report: Any) -> None:
-        last[0] = _last(report.code)
-        info = {"outcome": report.outcome.kind, "grounding": [g.grounder for g in report.grounding]}
-        recorder.step(
-            report.step, report.code or "", report.action_text, report.terminal is not None, info
-        )
+    def on_step(step: Step) -> None:
+        last[0] = _last(step.code)
+        outcome = "ok" if step.outcome == "terminal" else step.outcome
+        info = {"outcome": outcome, "grounding": [g.grounder for g in step.grounding]}
+        recorder.step(step.step, step.code or "", step.action_text, step.terminal is not None, info)
 
-    agent = Agent(model, settings=settings, grounding=grounding, backend=backend, on_step=on_step)
+    agent = Agent(
+        model,
+        settings=config,
+        grounding=grounding,
+        backend=backend,
+        profiles=settings.build_profiles(),
+        on_step=on_step,
+    )
     try:
         result = agent.run(task.instruction)
     finally:

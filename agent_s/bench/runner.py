@@ -30,17 +30,20 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_s.bench.check import classify
 from agent_s.bench.distributed import RayBackend, Workers, run_worker
 from agent_s.bench.policies import PolicyName
 from agent_s.bench.tasks import Suite, Task
 from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
+
+if TYPE_CHECKING:
+    from agent_s.settings import Settings
 
 Backend = Literal["local", "ray"]
 
@@ -57,8 +60,9 @@ class RunOptions:
     action_space: str = "pyautogui"
     observation: str = "screenshot"
     model_label: str = ""  # the results folder's model level; default: the model or the policy
-    agent: Mapping[str, Any] = field(default_factory=dict)  # provider, model, base_url, ground...
-    api_key: str | None = field(default=None, repr=False)
+    # the agent policy's settings, resolved once (``agent_s.settings``); each worker gets them
+    settings: Settings | None = None
+    api_key: str | None = field(default=None, repr=False)  # sent in the environment only
     max_cost_usd: float | None = None  # for the whole run
     file_cache: Path | None = None
     width: int = 1280
@@ -74,8 +78,11 @@ class RunOptions:
             raise ValueError(f"backend must be local or ray, not {self.backend!r}")
         if self.address is not None and self.backend != "ray":
             raise ValueError("an address is for the ray backend only")
+        if self.policy == "agent" and self.settings is None:
+            raise ValueError("the agent policy needs its settings (agent_s.settings)")
         if not self.model_label:
-            self.model_label = str(self.agent.get("model") or self.policy)
+            name = self.settings.model.name if self.settings is not None else None
+            self.model_label = name or self.policy
 
     @property
     def model_folder(self) -> Path:
@@ -140,9 +147,9 @@ def _run_one(
         }
     shutil.rmtree(folder, ignore_errors=True)  # a half-finished attempt leaves nothing behind
     folder.mkdir(parents=True)
-    agent = dict(options.agent)
-    if left is not None:
-        agent["max_cost_usd"] = left
+    settings = options.settings
+    if settings is not None and left is not None:
+        settings = settings.with_cost_limit(left)
     spec = {
         # absolute paths: the worker runs in the task folder (or on another node)
         "folder": str(folder.resolve()),
@@ -150,7 +157,7 @@ def _run_one(
         "domain": task.domain,
         "policy": options.policy,
         "model_label": options.model_label,
-        "agent": agent,
+        "settings": None if settings is None else settings.to_json(),  # no key: see worker
         "file_cache": str(options.file_cache.resolve()) if options.file_cache else None,
         "width": options.width,
         "height": options.height,

@@ -2,8 +2,10 @@
 
 pyautogui binds to ``$DISPLAY`` when first imported, and AT-SPI to the D-Bus session bus, so
 each task (with its own virtual desktop) runs in a fresh process. The spec (written by the
-runner into the task's folder) names the task file, the policy and its options; the API key,
-if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment variable, never in a file.
+runner into the task's folder) names the task file, the policy and, for the agent, the settings
+resolved once by ``bench run`` (``agent_s.settings.Settings.to_json``: no file or variable is
+read again for them); the API key, if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment
+variable, never in a file.
 
 The worker writes into the task folder: traj.jsonl, step_*.png, trajectory/, ``result.txt``
 (the score, OSWorld's file: written last, so its presence means the task finished) and
@@ -80,9 +82,11 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         elif policy == "noop":
             outcome = run_noop(task, env.backend, folder)
         else:
-            options = dict(spec.get("agent", {}))
-            options["api_key"] = os.environ.get("AGENT_S_BENCH_API_KEY") or None
-            outcome = run_agent(task, env.backend, folder, options)
+            from agent_s.settings import Settings
+
+            settings = Settings.from_json(spec["settings"])
+            key = os.environ.get("AGENT_S_BENCH_API_KEY") or None
+            outcome = run_agent(task, env.backend, folder, settings, api_key=key)
         record.update(
             status=outcome.status,
             steps=outcome.steps,

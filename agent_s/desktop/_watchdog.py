@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from agent_s import lifecycle
 
 MARKER = "AGENT_S_VIRTUAL_DESKTOP"
@@ -46,13 +48,12 @@ STOPPED = b"stopped\n"
 
 def marked_processes(token: str) -> list[int]:
     """Pids of live processes whose environment carries this desktop's marker."""
-    return _desktop_processes(token, ())
+    return [proc.pid for proc in _desktop_processes(token, ())]
 
 
-def _desktop_processes(token: str, sessions: Iterable[Any]) -> list[int]:
+def _desktop_processes(token: str, sessions: Iterable[Any]) -> list[psutil.Process]:
     """Live processes with the marker ``token``, or in one of ``sessions`` ([leader pid, leader
     start time] pairs) and started no earlier than its leader. Never this process's own."""
-    needle = f"{MARKER}={token}".encode()
     me = os.getpid()
     own_session = lifecycle.session_of(me)
     leaders = {}
@@ -62,35 +63,34 @@ def _desktop_processes(token: str, sessions: Iterable[Any]) -> list[int]:
         if now is None or now == start:  # gone (its session may live on), or the same process
             leaders[pid] = start
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    for proc in psutil.process_iter():
+        if proc.pid == me:
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[0] in ("Z", "X"):
-                continue
-            session, started = int(fields[3]), int(fields[19])
-            in_session = session in leaders and session != own_session
-            if (in_session and started >= leaders[session]) or needle in _environ(entry):
-                found.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
+            with proc.oneshot():
+                if proc.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                    continue
+                session = os.getsid(proc.pid)
+                in_session = session in leaders and session != own_session
+                if (in_session and lifecycle.since_boot(proc) >= leaders[session]) or (
+                    proc.environ().get(MARKER) == token
+                ):
+                    found.append(proc)
+        except (psutil.Error, OSError):  # gone meanwhile, or another user's
             continue
     return found
 
 
-def _environ(entry: Path) -> list[bytes]:
-    return (entry / "environ").read_bytes().split(b"\0")
-
-
-def end_processes(find: Callable[[], list[int]], grace: float = 2.0) -> None:
-    """SIGTERM what ``find()`` returns, then SIGKILL what is left after ``grace`` seconds."""
+def end_processes(find: Callable[[], list[psutil.Process]], grace: float = 2.0) -> None:
+    """SIGTERM what ``find()`` returns, then SIGKILL what is left after ``grace`` seconds.
+    psutil signals a process only if it is still the one found (not a pid used again)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = find()
-        if not pids:
+        procs = find()
+        if not procs:
             return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and find():
             time.sleep(0.05)
@@ -135,7 +135,12 @@ def reap(state: dict[str, Any]) -> None:
 
 
 def _is_pair(item: Any) -> bool:
-    return isinstance(item, list) and len(item) == 2 and all(isinstance(v, int) for v in item)
+    """[leader pid, leader start time (seconds since boot)], as ``VirtualDesktop`` notes it."""
+    if not isinstance(item, list) or len(item) != 2:
+        return False
+    pid, start = item
+    numbers = isinstance(pid, int) and isinstance(start, (int, float))
+    return numbers and not isinstance(pid, bool) and not isinstance(start, bool)
 
 
 def reap_stale(folder: Path) -> list[str]:

@@ -116,12 +116,12 @@ def randr_monitors(x: Xlib.display.Display) -> list[Monitor]:
 
 
 def _cardinals(x: Xlib.display.Display, window: Any, name: str) -> list[int]:
-    prop = window.get_full_property(x.intern_atom(name), Xlib.X.AnyPropertyType)
+    prop = window.get_full_property(x.get_atom(name), Xlib.X.AnyPropertyType)
     return [int(v) for v in prop.value] if prop is not None and prop.format == 32 else []
 
 
 def _text(x: Xlib.display.Display, window: Any, name: str) -> str:
-    prop = window.get_full_property(x.intern_atom(name), Xlib.X.AnyPropertyType)
+    prop = window.get_full_property(x.get_atom(name), Xlib.X.AnyPropertyType)
     if prop is None or prop.format != 8:
         return ""
     value = prop.value
@@ -131,12 +131,19 @@ def _text(x: Xlib.display.Display, window: Any, name: str) -> str:
     return bytes(value).decode("utf-8", "replace")
 
 
+def window_order(x: Xlib.display.Display) -> tuple[int, tuple[int, ...]]:
+    """The active window's id (0: none) and the top-level window ids, front-most first: two
+    round trips (``read_windows`` takes several per window)."""
+    root = x.screen().root
+    stacking = _cardinals(x, root, "_NET_CLIENT_LIST_STACKING")  # bottom to top
+    ids = tuple(reversed(stacking)) if stacking else tuple(_cardinals(x, root, "_NET_CLIENT_LIST"))
+    return next(iter(_cardinals(x, root, "_NET_ACTIVE_WINDOW")), 0), ids
+
+
 def read_windows(x: Xlib.display.Display) -> list[WindowInfo]:
     """Top-level application windows, front-most first, with their client area on screen."""
     root = x.screen().root
-    stacking = _cardinals(x, root, "_NET_CLIENT_LIST_STACKING")  # bottom to top
-    ids = list(reversed(stacking)) if stacking else _cardinals(x, root, "_NET_CLIENT_LIST")
-    active = next(iter(_cardinals(x, root, "_NET_ACTIVE_WINDOW")), 0)
+    active, ids = window_order(x)
     found = []
     for wid in ids:
         window = x.create_resource_object("window", wid)
@@ -168,7 +175,7 @@ def request_active(x: Xlib.display.Display, window_id: int) -> None:
     """Ask the window manager to activate a window (raise, focus, un-minimise)."""
     message = xevent.ClientMessage(
         window=x.create_resource_object("window", window_id),
-        client_type=x.intern_atom("_NET_ACTIVE_WINDOW"),
+        client_type=x.get_atom("_NET_ACTIVE_WINDOW"),
         data=(32, [2, Xlib.X.CurrentTime, 0, 0, 0]),  # 2: asked for by a pager or user tool
     )
     mask = Xlib.X.SubstructureRedirectMask | Xlib.X.SubstructureNotifyMask
@@ -197,7 +204,7 @@ class WindowManagerSync:
     def _usable(self) -> bool:
         if self._supported is None:
             root = self._x.screen().root
-            wanted = self._x.intern_atom("_NET_REQUEST_FRAME_EXTENTS")
+            wanted = self._x.get_atom("_NET_REQUEST_FRAME_EXTENTS")
             self._supported = bool(_cardinals(self._x, root, "_NET_SUPPORTING_WM_CHECK")) and (
                 wanted in _cardinals(self._x, root, "_NET_SUPPORTED")
             )
@@ -211,11 +218,11 @@ class WindowManagerSync:
         root = x.screen().root
         if self._window is None:
             self._window = root.create_window(-10, -10, 1, 1, 0, x.screen().root_depth)
-        extents = x.intern_atom("_NET_FRAME_EXTENTS")
+        extents = x.get_atom("_NET_FRAME_EXTENTS")
         self._window.delete_property(extents)
         message = xevent.ClientMessage(
             window=self._window,
-            client_type=x.intern_atom("_NET_REQUEST_FRAME_EXTENTS"),
+            client_type=x.get_atom("_NET_REQUEST_FRAME_EXTENTS"),
             data=(32, [0, 0, 0, 0, 0]),
         )
         mask = Xlib.X.SubstructureRedirectMask | Xlib.X.SubstructureNotifyMask

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -83,6 +83,12 @@ class WindowInfo:
 class DesktopBackend(Protocol):
     """What a desktop can do. Coordinates are screen coordinates; keys are pyautogui names."""
 
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        """The environment programs run for this desktop get (HOME, DISPLAY), or None: this
+        process's own."""
+        ...
+
     def capture(self, monitor: int | None = None) -> Screenshot:
         """The whole screen (``None``) or one monitor by index."""
         ...
@@ -116,6 +122,11 @@ class DesktopBackend(Protocol):
     def clipboard_set(self, text: str) -> None: ...
 
     def windows(self) -> list[WindowInfo]: ...
+
+    def window_order(self) -> tuple[int, tuple[int, ...]]:
+        """(the active window's id or 0, the window ids front-most first): a cheap sign of
+        whether ``windows()`` would answer differently than last time."""
+        ...
 
     def activate(self, app: str) -> WindowInfo:
         """Bring the best-matching window to the front; raise ``WindowNotFoundError`` if none."""

@@ -13,8 +13,9 @@ the screen), so a test that passes here does not pass only because the fake is l
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import get_args
 
 from PIL import Image
 
@@ -24,7 +25,7 @@ from agent_s.desktop.ops import Button, Point
 from agent_s.errors import AppNotFoundError, WindowNotFoundError
 from agent_s.keys import normalize_key
 
-_BUTTONS = ("left", "middle", "right")
+_BUTTONS = get_args(Button)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class RecordingBackend:
     matches against. ``openable``: names and paths ``open()`` accepts (``None``: any).
     """
 
+    env: Mapping[str, str] | None = None  # programs started for it get this process's environment
+
     def __init__(
         self,
         screenshots: Iterable[Image.Image | Screenshot] = (),
@@ -88,8 +91,9 @@ class RecordingBackend:
     # -- what happened ----------------------------------------------------------------------------
 
     @property
-    def ops(self) -> list[ops.Op]:
-        """The recorded calls that act on the desktop (reads and captures left out)."""
+    def ops(self) -> list[ops.Op | SetClipboard]:
+        """The recorded calls that act on the desktop, clipboard writes included (reads and
+        captures left out)."""
         return [call for call in self.calls if not isinstance(call, (Capture, Query))]
 
     @property
@@ -197,6 +201,10 @@ class RecordingBackend:
     def windows(self) -> list[WindowInfo]:
         self.calls.append(Query("windows"))
         return list(self._windows)
+
+    def window_order(self) -> tuple[int, tuple[int, ...]]:
+        active = next((w.id for w in self._windows if w.active), 0)
+        return active, tuple(w.id for w in self._windows)
 
     def activate(self, app: str) -> WindowInfo:
         self.calls.append(ops.Activate(app))

@@ -117,7 +117,7 @@ class VirtualDesktop:
         self._dir: Path | None = None
         self._home: Path | None = None
         self._children: list[subprocess.Popen[bytes]] = []
-        self._sessions: list[list[int]] = []  # [leader pid, start time] of each child's session
+        self._sessions: list[tuple[int, float]] = []  # (leader pid, start) of each child's session
         self._state_file: Path | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._lifeline = -1  # the pipe's write end: the watchdog acts when it closes unannounced
@@ -277,7 +277,7 @@ class VirtualDesktop:
         self._children.append(proc)
         start = lifecycle.start_time(proc.pid)
         if start is not None:
-            self._sessions.append([proc.pid, start])
+            self._sessions.append((proc.pid, start))
         with contextlib.suppress(OSError):
             self._note()
 

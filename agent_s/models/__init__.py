@@ -46,8 +46,6 @@ _HOME = {
         "ModelRequest",
         "Provider",
         "TextPart",
-        "ToolCall",
-        "ToolSpec",
         "Usage",
     ),
     "usage": ("Budget", "MeteredProvider", "UsageMeter"),
@@ -79,8 +77,6 @@ __all__ = [
     "RetryingProvider",
     "TextPart",
     "Timeout",
-    "ToolCall",
-    "ToolSpec",
     "Usage",
     "UsageMeter",
     "build_adapter",
@@ -135,8 +131,6 @@ if TYPE_CHECKING:
         ModelRequest,
         Provider,
         TextPart,
-        ToolCall,
-        ToolSpec,
         Usage,
     )
     from agent_s.models.usage import Budget, MeteredProvider, UsageMeter

@@ -196,21 +196,3 @@ def sdk_client_kwargs(settings: ProviderSettings) -> dict[str, Any]:
         "timeout": settings.timeout_s,
         "max_retries": 0,
     }
-
-
-def parse_arguments(raw: object, where: str) -> dict[str, Any]:
-    """Tool-call arguments: a JSON object, given as an object or as a JSON string."""
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw or "{}")
-        except json.JSONDecodeError as err:
-            raise MalformedResponse(
-                f"the reply's {where} arguments are not valid JSON", detail=raw[:200]
-            ) from err
-        if isinstance(value, dict):
-            return value
-    raise MalformedResponse(
-        f"the reply's {where} arguments are not a JSON object", detail=repr(raw)[:200]
-    )

@@ -29,7 +29,7 @@ from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, Refused
 from agent_s.models.openai_chat import output_limit
 from agent_s.models.profiles import ModelProfile
-from agent_s.models.types import ImagePart, ModelReply, ModelRequest, ToolCall, Usage
+from agent_s.models.types import ImagePart, ModelReply, ModelRequest, Usage
 
 _TRUNCATED = ("max_tokens", "model_context_window_exceeded")
 
@@ -62,6 +62,7 @@ class AnthropicProvider:
         for message in request.messages:
             if message.role == "system":
                 continue
+            blocks: list[dict[str, Any]]
             if message.role == "assistant":
                 blocks = [{"type": "text", "text": assistant_text(message)}]
             else:
@@ -91,11 +92,6 @@ class AnthropicProvider:
         elif request.temperature is not None and self.profile.accepts_temperature:
             kwargs["temperature"] = request.temperature
         kwargs["max_tokens"] = max_tokens
-        if request.tools:
-            kwargs["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in request.tools
-            ]
         return kwargs
 
     def complete(self, request: ModelRequest) -> ModelReply:
@@ -122,16 +118,11 @@ class AnthropicProvider:
         usage = self._usage(data)
         label = self.settings.endpoint.label
         texts: list[str] = []
-        calls: list[ToolCall] = []
         for i, block in enumerate(content):
             if not isinstance(block, dict):
                 raise MalformedResponse(f"the reply's content[{i}] is not an object")
             if block.get("type") == "text":
                 texts.append(str(block.get("text") or ""))
-            elif block.get("type") == "tool_use":
-                name = field(block, "name", str, f"content[{i}]")
-                arguments = field(block, "input", dict, f"content[{i}]")
-                calls.append(ToolCall(str(block.get("id") or f"toolu_{i}"), name, arguments))
         text = "".join(texts)
         stop = str(data.get("stop_reason") or "")
         if stop == "refusal":
@@ -152,6 +143,5 @@ class AnthropicProvider:
             model=str(data.get("model") or self.settings.model),
             usage=usage,
             stop_reason=stop,
-            tool_calls=tuple(calls),
             request_id=getattr(response, "_request_id", None) or data.get("id"),
         )

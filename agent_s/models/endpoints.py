@@ -14,12 +14,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 from urllib.parse import urlsplit
 
 from agent_s.models.errors import AuthenticationError, mask_secret
 from agent_s.models.profiles import ApiKind
 
 NO_KEY_PLACEHOLDER = "agent-s-no-key"  # what a keyless local server receives
+
+# the provider names users give (--provider, AGENT_S_PROVIDER, [model] provider) -> their API
+ProviderName = Literal["openai", "anthropic", "openai-compatible", "openai-responses"]
+PROVIDERS: Mapping[ProviderName, ApiKind] = {
+    "openai": "openai_chat",
+    "anthropic": "anthropic",
+    "openai-compatible": "openai_compatible",
+    "openai-responses": "openai_responses",
+}
+PROVIDER_NAMES: Mapping[ApiKind, ProviderName] = {api: name for name, api in PROVIDERS.items()}
 
 DEFAULT_BASE_URLS: Mapping[ApiKind, str] = {
     "openai_chat": "https://api.openai.com/v1",
@@ -131,7 +142,10 @@ __all__ = [
     "COMPATIBLE_KEY_ENV",
     "DEFAULT_BASE_URLS",
     "NO_KEY_PLACEHOLDER",
+    "PROVIDERS",
+    "PROVIDER_NAMES",
     "Endpoint",
+    "ProviderName",
     "ProviderSettings",
     "endpoint_for",
     "settings_from_env",

@@ -20,7 +20,6 @@ from agent_s.models._common import (
     data_url,
     field,
     joined_text,
-    parse_arguments,
     reply_dict,
     sdk_client_kwargs,
     system_text,
@@ -35,7 +34,6 @@ from agent_s.models.types import (
     ModelReply,
     ModelRequest,
     TextPart,
-    ToolCall,
     Usage,
 )
 
@@ -110,18 +108,6 @@ class OpenAIChatProvider:
             kwargs["temperature"] = request.temperature
         if self._hosted_openai and self.profile.reasoning_effort:
             kwargs["reasoning_effort"] = self.profile.reasoning_effort
-        if request.tools:
-            kwargs["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in request.tools
-            ]
         return kwargs
 
     def complete(self, request: ModelRequest) -> ModelReply:
@@ -172,17 +158,10 @@ class OpenAIChatProvider:
                 max_output_tokens=limit,
                 usage=usage,
             )
-        calls = []
-        for i, call in enumerate(message.get("tool_calls") or ()):
-            function = field(call, "function", dict, f"tool_calls[{i}]")
-            name = field(function, "name", str, f"tool_calls[{i}].function")
-            arguments = parse_arguments(function.get("arguments"), f"tool_calls[{i}]")
-            calls.append(ToolCall(str(call.get("id") or f"call_{i}"), name, arguments))
         return ModelReply(
             text=text,
             model=str(data.get("model") or self.settings.model),
             usage=usage,
             stop_reason=str(finish),
-            tool_calls=tuple(calls),
             request_id=getattr(response, "_request_id", None) or data.get("id"),
         )

@@ -1,9 +1,8 @@
 """OpenAI Responses API (``POST /responses``): the API of OpenAI's computer-use model.
 
 System messages become ``instructions``; ``store=False`` so nothing is kept server-side
-(the full context is sent each time). Function calls and ``computer_call`` items come back as
-ToolCalls; a computer call's ``pending_safety_checks`` ride along in its arguments, because
-the next request must acknowledge them.
+(the full context is sent each time). The reply's text is its ``output_text`` parts; other
+output items (reasoning) carry nothing the agent acts on.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from agent_s.models._common import (
     count,
     data_url,
     field,
-    parse_arguments,
     reply_dict,
     system_text,
     translated_errors,
@@ -27,7 +25,7 @@ from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, ProviderUnavailable, Refused
 from agent_s.models.openai_chat import openai_client, output_limit
 from agent_s.models.profiles import ModelProfile
-from agent_s.models.types import ImagePart, ModelReply, ModelRequest, ToolCall, Usage
+from agent_s.models.types import ImagePart, ModelReply, ModelRequest, Usage
 
 
 class OpenAIResponsesProvider:
@@ -81,16 +79,6 @@ class OpenAIResponsesProvider:
             kwargs["temperature"] = request.temperature
         if self.profile.reasoning_effort:
             kwargs["reasoning"] = {"effort": self.profile.reasoning_effort}
-        if request.tools:
-            kwargs["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                }
-                for t in request.tools
-            ]
         return kwargs
 
     def complete(self, request: ModelRequest) -> ModelReply:
@@ -115,7 +103,6 @@ class OpenAIResponsesProvider:
         label = self.settings.endpoint.label
         texts: list[str] = []
         refusals: list[str] = []
-        calls: list[ToolCall] = []
         for i, item in enumerate(output):
             kind = item.get("type") if isinstance(item, dict) else None
             if kind == "message":
@@ -126,16 +113,6 @@ class OpenAIResponsesProvider:
                         texts.append(str(part.get("text") or ""))
                     elif part.get("type") == "refusal":
                         refusals.append(str(part.get("refusal") or "refused"))
-            elif kind == "function_call":
-                name = field(item, "name", str, f"output[{i}]")
-                arguments = parse_arguments(item.get("arguments"), f"output[{i}]")
-                calls.append(ToolCall(str(item.get("call_id") or f"call_{i}"), name, arguments))
-            elif kind == "computer_call":
-                action = dict(field(item, "action", dict, f"output[{i}]"))
-                checks = item.get("pending_safety_checks") or []
-                if checks:
-                    action["pending_safety_checks"] = checks
-                calls.append(ToolCall(str(item.get("call_id") or f"call_{i}"), "computer", action))
             # reasoning items and others carry nothing the agent acts on
         text = "".join(texts)
         status = data.get("status") or "completed"
@@ -168,6 +145,5 @@ class OpenAIResponsesProvider:
             model=str(data.get("model") or self.settings.model),
             usage=usage,
             stop_reason=str(status),
-            tool_calls=tuple(calls),
             request_id=getattr(response, "_request_id", None) or data.get("id"),
         )

@@ -9,8 +9,8 @@ built-in entry whose pattern matches, then every user override whose pattern mat
 order given; later wins). Patterns are case-insensitive globs tried against the full name and
 against its last ``/`` segment, so ``openai/gpt-4o`` on OpenRouter matches ``gpt-4o*``.
 
-User overrides come from TOML (``[profiles."pattern"]`` tables) or a dict; see
-``load_profiles``, which is the one place that reads the environment and the file system.
+User overrides come from the configuration file's ``[profiles."pattern"]`` tables, read with
+every other setting by ``agent_s.settings`` (``Settings.build_profiles``), or from a dict.
 Prices are list prices per million tokens at the time of writing: estimates, overridable.
 """
 
@@ -19,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import math
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,17 +28,9 @@ from agent_s.images import ImageFormat, ImageSpec
 from agent_s.models.errors import ProfileConfigError
 from agent_s.models.types import Usage
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 ApiKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_compatible"]
 ImagePricing = Literal["openai_tiles", "anthropic_pixels", "qwen_patches", "area"]
 ThinkingType = Literal["enabled", "adaptive"]
-
-CONFIG_ENV = "AGENT_S_CONFIG"
-DEFAULT_CONFIG_PATH = Path("~/.config/agent-s/config.toml")
 
 
 def _or(value: float | None, default: float) -> float:
@@ -358,50 +348,31 @@ def registry_from_dict(config: Mapping[str, Any]) -> ProfileRegistry:
     return ProfileRegistry(tuple(profiles.items()))
 
 
-def config_path(environ: Mapping[str, str]) -> tuple[Path, bool]:
-    """The configuration file to read and whether the user named it explicitly."""
-    named = environ.get(CONFIG_ENV)
-    if named:
-        return Path(named).expanduser(), True
-    return DEFAULT_CONFIG_PATH.expanduser(), False
-
-
 def load_profiles(
     path: Path | None = None, *, environ: Mapping[str, str] | None = None
 ) -> ProfileRegistry:
-    """The edge: read ``path`` (or ``$AGENT_S_CONFIG``, or ``~/.config/agent-s/config.toml``).
+    """The profiles of the configuration file (``path``, or ``$AGENT_S_CONFIG``, or
+    ``~/.config/agent-s/config.toml``), as ``agent_s.settings`` reads it with every other
+    setting: a missing default file means no overrides; a file the user named that is missing,
+    or one that is not valid, is a ``ProfileConfigError`` naming the file."""
+    from agent_s.config import ConfigError
+    from agent_s.settings import load_settings
 
-    A missing default file means no overrides; a file the user named that is missing, or any
-    file that is not valid TOML, is a ``ProfileConfigError`` naming the file.
-    """
-    explicit = path is not None
-    if path is None:
-        path, explicit = config_path(os.environ if environ is None else environ)
-    if not path.is_file():
-        if explicit:
-            raise ProfileConfigError(f"configuration file {path} does not exist")
-        return ProfileRegistry()
     try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise ProfileConfigError(f"cannot read configuration file {path}: {err}") from err
-    try:
-        return registry_from_dict(config)
-    except ProfileConfigError as err:
-        raise ProfileConfigError(f"{path}: {err}", pattern=err.pattern, key=err.key) from err
+        return load_settings(path=path, environ=environ, read_env=False).build_profiles()
+    except ConfigError as err:
+        raise ProfileConfigError(str(err)) from err
 
 
 __all__ = [
     "API_DEFAULTS",
     "BUILTIN_PROFILES",
-    "CONFIG_ENV",
     "ApiKind",
     "ImageFormat",
     "ImagePricing",
     "ModelProfile",
     "ProfileRegistry",
     "ThinkingType",
-    "config_path",
     "load_profiles",
     "registry_from_dict",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 Role = Literal["system", "user", "assistant"]
 ImageMediaType = Literal["image/png", "image/jpeg", "image/webp"]
@@ -46,15 +46,6 @@ class Message:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """A function / computer-use call returned by an API that has them."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class Usage:
     """Tokens as reported by the API (0 where it did not report), and the estimated cost."""
 
@@ -86,18 +77,8 @@ class ModelReply:
     model: str
     usage: Usage
     stop_reason: str = ""  # the API's own word: "stop", "end_turn", "length", ...
-    tool_calls: tuple[ToolCall, ...] = ()
     request_id: str | None = None
     attempts: int = 1  # HTTP attempts it took, counting retries (set by the retry layer)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A function the model may call: ``parameters`` is a JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
 
 
 @dataclass(frozen=True)
@@ -108,7 +89,6 @@ class ModelRequest:
     max_output_tokens: int | None = None  # None: the profile's max_output_tokens
     temperature: float | None = None  # dropped by the adapter when the profile says so
     metadata: dict[str, str] = field(default_factory=dict)
-    tools: tuple[ToolSpec, ...] = ()  # offered as function tools where the API has them
 
 
 class Provider(Protocol):
@@ -130,7 +110,5 @@ __all__: Sequence[str] = (
     "Provider",
     "Role",
     "TextPart",
-    "ToolCall",
-    "ToolSpec",
     "Usage",
 )

@@ -71,6 +71,15 @@ class UsageMeter:
             self._charges.append(Charge(model, purpose, usage))
             self._total = self._total + usage
 
+    def reset(self, budget: Budget | None = None) -> None:
+        """Start over in place (a new task): no charges, and ``budget`` when given. Every
+        provider charging this meter keeps doing so: nothing needs wiring again."""
+        with self._lock:
+            if budget is not None:
+                self.budget = budget
+            self._charges.clear()
+            self._total = Usage()
+
     def by_model(self) -> dict[str, Usage]:
         totals: dict[str, Usage] = {}
         for item in self.charges:

@@ -1,6 +1,6 @@
 """What the scripted model server answers: steps, and how each looks in each wire format.
 
-A step is one scripted answer to one request: a reply (text and/or tool calls, with usage), a
+A step is one scripted answer to one request: a reply (text, with usage), a
 truncated reply, a refusal, or a fault (429 with Retry-After, 5xx, 529 overloaded, 401, 400,
 malformed JSON, a reply slower than the client's timeout, any raw JSON body). Build steps with
 the functions below, or from JSON (``Step.from_json``) for the command line:
@@ -40,18 +40,9 @@ MALFORMED_BODY = b'{"id": "scripted-broken", "choices": [{"message": {"content":
 
 
 @dataclass(frozen=True)
-class ScriptedToolCall:
-    name: str
-    arguments: Mapping[str, Any]
-    id: str = ""
-    computer: bool = False  # Responses: a computer_call item (arguments are the action)
-
-
-@dataclass(frozen=True)
 class Step:
     kind: StepKind = "reply"
     text: str = ""  # reply text, partial text (truncated) or refusal text
-    tool_calls: tuple[ScriptedToolCall, ...] = ()
     input_tokens: int = 20  # all input tokens, cached ones included
     output_tokens: int = 10
     cached_tokens: int = 0
@@ -72,10 +63,7 @@ class Step:
 
     def describe(self) -> str:
         if self.kind in ("reply", "truncated", "refusal"):
-            detail = repr(self.text[:40])
-            if self.tool_calls:
-                detail += f" + {len(self.tool_calls)} tool call(s)"
-            return f"{self.kind}({detail})"
+            return f"{self.kind}({self.text[:40]!r})"
         if self.kind == "slow":
             return f"slow({self.delay_s}s)"
         return self.kind
@@ -92,8 +80,6 @@ class Step:
         if unknown:
             raise ValueError(f"unknown step field(s) {unknown}; known: {sorted(known)}")
         fields = dict(value)
-        if "tool_calls" in fields:
-            fields["tool_calls"] = tuple(ScriptedToolCall(**c) for c in fields["tool_calls"])
         if fields.get("then") is not None:
             fields["then"] = cls.from_json(fields["then"])
         if isinstance(fields.get("retry_after"), (int, float)):
@@ -104,19 +90,19 @@ class Step:
 def reply(
     text: str = "",
     *,
-    tool_calls: tuple[ScriptedToolCall, ...] = (),
     input_tokens: int = 20,
     output_tokens: int = 10,
     cached_tokens: int = 0,
     image_tokens: int | None = None,
 ) -> Step:
-    return Step("reply", text, tool_calls, input_tokens, output_tokens, cached_tokens, image_tokens)
-
-
-def tool_call(
-    name: str, arguments: Mapping[str, Any], *, id: str = "", computer: bool = False
-) -> ScriptedToolCall:
-    return ScriptedToolCall(name, dict(arguments), id, computer)
+    return Step(
+        "reply",
+        text,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        image_tokens=image_tokens,
+    )
 
 
 def truncated(partial_text: str, *, input_tokens: int = 20, output_tokens: int = 10) -> Step:
@@ -211,26 +197,11 @@ def _usage(step: Step, wire: Wire) -> dict[str, Any]:
     }
 
 
-def _call_id(call: ScriptedToolCall, n: int, i: int) -> str:
-    return call.id or f"call_scripted_{n}_{i}"
-
-
 def _chat(step: Step, model: str, n: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": step.text, "refusal": None}
     finish = {"reply": "stop", "truncated": "length", "refusal": "stop"}[step.kind]
     if step.kind == "refusal":
         message.update(content=None, refusal=step.text)
-    if step.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": _call_id(c, n, i),
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
-            }
-            for i, c in enumerate(step.tool_calls)
-        ]
-        message["content"] = step.text or None
-        finish = "tool_calls" if step.kind == "reply" else finish
     return {
         "id": f"chatcmpl-scripted-{n}",
         "object": "chat.completion",
@@ -258,30 +229,6 @@ def _responses(step: Step, model: str, n: int) -> dict[str, Any]:
                 "content": content,
             }
         )
-    for i, c in enumerate(step.tool_calls):
-        item_id, call_id = f"fc_scripted_{n}_{i}", _call_id(c, n, i)
-        if c.computer:
-            output.append(
-                {
-                    "type": "computer_call",
-                    "id": item_id,
-                    "call_id": call_id,
-                    "action": dict(c.arguments),
-                    "pending_safety_checks": [],
-                    "status": "completed",
-                }
-            )
-        else:
-            output.append(
-                {
-                    "type": "function_call",
-                    "id": item_id,
-                    "call_id": call_id,
-                    "name": c.name,
-                    "arguments": json.dumps(dict(c.arguments)),
-                    "status": "completed",
-                }
-            )
     incomplete = step.kind == "truncated"
     return {
         "id": f"resp_scripted_{n}",
@@ -297,18 +244,7 @@ def _responses(step: Step, model: str, n: int) -> dict[str, Any]:
 
 def _messages(step: Step, model: str, n: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
-    content += [
-        {
-            "type": "tool_use",
-            "id": c.id or f"toolu_scripted_{n}_{i}",
-            "name": c.name,
-            "input": dict(c.arguments),
-        }
-        for i, c in enumerate(step.tool_calls)
-    ]
     stop = {"reply": "end_turn", "truncated": "max_tokens", "refusal": "refusal"}[step.kind]
-    if step.kind == "reply" and step.tool_calls:
-        stop = "tool_use"
     return {
         "id": f"msg_scripted_{n}",
         "type": "message",
@@ -346,7 +282,6 @@ def render(step: Step, wire: Wire, model: str, n: int) -> tuple[int, dict[str, s
 
 
 __all__ = [
-    "ScriptedToolCall",
     "Step",
     "StepKind",
     "Wire",
@@ -361,7 +296,6 @@ __all__ = [
     "reply",
     "server_error",
     "slow",
-    "tool_call",
     "truncated",
     "unauthorized",
 ]

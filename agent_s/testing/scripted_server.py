@@ -102,6 +102,7 @@ class RecordedRequest:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     owner: ScriptedModelServer
+    server_address: tuple[str, int]  # bound to an IPv4 host: getsockname() gives (str, int)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -87,7 +87,7 @@ def check_direct_json_object(result: Any, rules: Mapping[str, Any], **_: Any) ->
     try:
         if not rules.get("expect_in_result", False):
             for key, want in expected.items():
-                got = result.get(key)
+                got: Any = result.get(key)  # a JSON value; None (missing) fails sorted() below
                 if expected.get("ignore_list_order", False):
                     want, got = sorted(want), sorted(got)
                 if want != got:

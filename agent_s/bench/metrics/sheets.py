@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from agent_s.bench.metrics import table as t
 from agent_s.bench.metrics.general import indel_ratio
@@ -87,12 +87,13 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
         pd_r = pd.ExcelFile(result)
     except Exception:  # any unreadable workbook (zip, XML, openpyxl's own errors) scores 0
         return 0.0
-    names_r = pd_r.sheet_names
+    # an xlsx sheet's name is its title, a str (pandas' stubs allow int names for other formats)
+    names_r = cast(list[str], pd_r.sheet_names)
     xl_e = pd_e = names_e = None
     if expected is not None:
         xl_e = openpyxl.load_workbook(expected)
         pd_e = pd.ExcelFile(expected)
-        names_e = pd_e.sheet_names
+        names_e = cast(list[str], pd_e.sheet_names)
     idx = functools.partial(t._parse_sheet_idx, result_names=names_r, expected_names=names_e)
 
     for rule in options["rules"]:
@@ -176,9 +177,10 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
                 *idx(rule["sheet_idx0"], xl_r, xl_e), **rule
             ) == t.load_pivot_tables(*idx(rule["sheet_idx1"], xl_r, xl_e), **rule)
         elif kind == "check_cell":
-            ok = _check_cell(rule, idx, xl_r, xl_e, result, expected)
-            if ok is None:
+            checked = _check_cell(rule, idx, xl_r, xl_e, result, expected)
+            if checked is None:
                 return 0.0
+            ok = checked
         else:
             raise NotImplementedError(f"unknown compare_table rule type {kind!r}")
         if not ok:

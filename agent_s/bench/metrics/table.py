@@ -21,7 +21,7 @@ import operator
 import os
 import re
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import dropwhile
 from typing import Any
 from xml.etree import ElementTree
@@ -137,8 +137,9 @@ def _parse_sheet_idx(
     if prefix == "RN":
         return result, rest
     if prefix == "EI":
-        with contextlib.suppress(ValueError, IndexError, TypeError):
-            return expected, expected_names[int(rest)]  # type: ignore[index]
+        with contextlib.suppress(ValueError, IndexError):
+            if expected_names is not None:  # (no expected workbook: no sheet)
+                return expected, expected_names[int(rest)]
         return expected, ""
     if prefix == "EN":
         return expected, rest
@@ -172,7 +173,7 @@ def match_value_to_rule(value: Any, rule: Mapping[str, Any]) -> bool:
     from openpyxl.worksheet.cell_range import MultiCellRange
 
     method: str = rule["method"]
-    ref = rule.get("ref")
+    ref: Any = rule.get("ref")  # a JSON value whose shape the method decides
     if method.startswith("re"):
         flags = 0
         for name in method.split(".")[1:]:
@@ -241,7 +242,8 @@ def _cell_style(name: str, cell: Any, diff: Any = None) -> Any:
     raise NotImplementedError(f"unsupported cell style {name!r}")
 
 
-_CF_OPERATORS = {
+# conditional formatting's cellIs operators: (cell value, the rule's numbers) -> applies
+_CF_OPERATORS: dict[str, Callable[[Any, list[float]], bool]] = {
     "lessThanOrEqual": lambda v, r: v <= r[0],
     "lessThan": lambda v, r: v < r[0],
     "equal": lambda v, r: v == r[0],
@@ -253,7 +255,7 @@ _CF_OPERATORS = {
 }
 
 
-def load_xlsx_styles(book: Any, sheet_name: str, path: str, **options: Any) -> dict[str, list]:
+def load_xlsx_styles(book: Any, sheet_name: str, path: str, **options: Any) -> dict[str, list[Any]]:
     try:
         sheet = book[sheet_name]
     except KeyError:
@@ -389,7 +391,9 @@ def load_pivot_tables(book: Any, sheet_name: str, **options: Any) -> dict[str, A
     return pivots
 
 
-def load_rows_or_cols(book: Any, sheet_name: str, *, obj: str, **options: Any) -> dict:
+def load_rows_or_cols(
+    book: Any, sheet_name: str, *, obj: str, **options: Any
+) -> dict[str, dict[str, Any]]:
     try:
         sheet = book[sheet_name]
     except KeyError:

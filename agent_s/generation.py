@@ -1,0 +1,72 @@
+"""One generation: the model's reply read into exactly one action, or sent back with why not.
+
+Each try is one model call. A reply that is no valid action (empty, unparseable, several
+actions, cut off at the output limit) goes back to the model with the reason, at most
+``tries - 1`` times; then the run ends (``RunEnded``, cause ``invalid_replies``). A refusal ends
+the run as infeasible. Nothing is ever turned into a wait, and nothing is executed to validate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from agent_s.actions import ActionModel, ActionParseError, parse_action
+from agent_s.context import ContextPolicy, with_feedback
+from agent_s.models.errors import OutputTruncated, Refused
+from agent_s.models.types import Message, ModelReply
+from agent_s.result import RunEnded, RunStatus
+from agent_s.step import ModelCall
+
+EMPTY_REPLY = (
+    "the reply was empty. Reply with brief reasoning, then exactly one action in a ```python block."
+)
+CUT_OFF = "the reply was cut off at the output limit; keep the reasoning short"
+
+
+def generate(
+    call: Callable[[Sequence[Message]], ModelReply],
+    messages: Sequence[Message],
+    *,
+    tries: int,
+    policy: ContextPolicy,
+    on_call: Callable[[ModelCall], None],
+) -> tuple[ActionModel, str]:
+    """(the action, the reply it came from). ``call`` makes one model call; ``on_call`` gets
+    the record of each (its reply, usage, and the problem fed back)."""
+    problem = ""
+    for _ in range(tries):
+        start = time.perf_counter()
+        try:
+            reply = call(messages)
+        except OutputTruncated as err:
+            text, problem = err.partial_text, CUT_OFF
+            on_call(ModelCall.of("generate", text, err.usage, start, 1, problem))
+        except Refused as err:
+            on_call(ModelCall.of("generate", err.refusal, err.usage, start, 1, "refused"))
+            raise RunEnded(
+                f"the model refused the task: {err.refusal.strip()[:300]}",
+                status=RunStatus.INFEASIBLE,
+                cause="refused",
+            ) from err
+        else:
+            text = reply.text
+            try:
+                if not text.strip():
+                    raise ActionParseError(EMPTY_REPLY, kind="none")
+                action = parse_action(text)
+            except ActionParseError as err:
+                problem = str(err)
+                on_call(ModelCall.of("generate", text, reply.usage, start, reply.attempts, problem))
+            else:
+                on_call(ModelCall.of("generate", text, reply.usage, start, reply.attempts))
+                return action, text
+        messages = with_feedback(messages, text, problem, policy=policy)
+    raise RunEnded(
+        f"no usable action after {tries} replies; the last problem: {problem}",
+        status=RunStatus.FAILED,
+        cause="invalid_replies",
+    )
+
+
+__all__ = ["generate"]
