@@ -38,7 +38,7 @@ from agent_s.images import EncodedImage, encode_screenshot, history_spec
 from agent_s.models.errors import ModelError
 from agent_s.models.factory import build_provider
 from agent_s.models.profiles import ProfileRegistry
-from agent_s.models.retry import RetryPolicy
+from agent_s.models.retry import RetryPolicy, retry_line
 from agent_s.models.types import Message, ModelReply, ModelRequest, Usage
 from agent_s.models.usage import Budget, MeteredProvider, UsageMeter
 from agent_s.redact import Redactor
@@ -98,9 +98,10 @@ class Agent:
         profiles: ProfileRegistry | None = None,
         on_step: Callable[[Step], None] | None = None,
         approver: Approver | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         """``approver``: asked when the safety mode wants approval; without one such actions
-        are refused (see ``agent_s.safety``)."""
+        are refused (see ``agent_s.safety``). ``on_retry``: a progress line per model retry."""
         self.model = model
         self._settings = settings or AgentConfig()
         self.grounding = grounding or GroundingConfig()
@@ -109,6 +110,7 @@ class Agent:
         self._profile = (profiles or ProfileRegistry()).resolve(model.model, model.api)
         self._meter = UsageMeter(self._budget())  # one per agent, reset in place per task
         self._retries: list[str] = []
+        self._retry_line = on_retry
         retry = RetryPolicy(max_attempts=self.settings.retry_attempts)
         provider = build_provider(
             model.settings(),
@@ -116,6 +118,7 @@ class Agent:
             retry=retry,
             meter=self._meter,
             on_retry=self._on_retry,
+            before_retry=self._before_retry,
         )
         if not isinstance(provider, MeteredProvider):  # build_provider wraps when given a meter
             raise TypeError(f"expected a metered provider, got {provider!r}")
@@ -148,7 +151,9 @@ class Agent:
     def _build_locator(self, retry: RetryPolicy) -> Locator:
         ground_model, settings = None, self.grounding.settings()
         if settings is not None and self.grounding.mode in ("model", "auto"):
-            provider = build_provider(settings, retry=retry, on_retry=self._on_retry)
+            provider = build_provider(
+                settings, retry=retry, on_retry=self._on_retry, before_retry=self._before_retry
+            )
             ground_model = MeteredProvider(provider, self._meter, redactor=self._redactor)
         mode, spec = self.grounding.mode, self._profile.image_spec
         return Locator.for_mode(mode, model=ground_model, native_spec=spec)
@@ -157,6 +162,19 @@ class Agent:
         self._retries.append(
             f"{type(error).__name__} on attempt {attempt}: {error}; retried after {delay:.1f} s"
         )
+        if self._retry_line is not None:
+            self._retry_line(retry_line(attempt, self.settings.retry_attempts, error, delay))
+
+    def _before_retry(self, attempt: int, error: ModelError, seconds: float) -> None:
+        """A retry that cannot finish within the run's wall-time limit is not started."""
+        limit = self.settings.max_seconds
+        if limit is not None and self._tally.elapsed + seconds > limit:
+            raise RunEnded(
+                f"the time limit of {limit:g} s would pass before model attempt {attempt + 1} "
+                f"could finish (it may take {seconds:.0f} s) after: {error}",
+                status=RunStatus.BUDGET_EXCEEDED,
+                cause="max_seconds",
+            ) from error
 
     @property
     def backend(self) -> DesktopBackend:
@@ -358,7 +376,8 @@ class Agent:
                 self._check_time()
                 step = self.step()
                 if step.action is not None and step.terminal is not None:
-                    return self.end(final_ending(step.action, postcondition))
+                    dry_run = self.settings.dry_run
+                    return self.end(final_ending(step.action, postcondition, dry_run=dry_run))
             reason = f"the task was not finished in {limit} steps"
             return self.finish(RunStatus.MAX_STEPS, "max_steps", reason)
         except BaseException as err:  # each way a run can end has its status: agent_s.result

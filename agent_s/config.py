@@ -30,7 +30,13 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 from agent_s.context import ContextPolicy
 from agent_s.errors import AgentSError
 from agent_s.keys import normalize_key
-from agent_s.models.endpoints import PROVIDER_NAMES, PROVIDERS, ProviderName, ProviderSettings
+from agent_s.models.endpoints import (
+    DEFAULT_TIMEOUT_S,
+    PROVIDER_NAMES,
+    PROVIDERS,
+    ProviderName,
+    ProviderSettings,
+)
 from agent_s.models.errors import mask_secret
 
 GroundMode = Literal["auto", "ocr", "a11y", "model", "native"]
@@ -80,8 +86,10 @@ class ModelConfig(ProviderSettings):
         base_url: str | None = None,
         api_key: str | None = None,
         key_source: str = "",
-        timeout_s: float = 120.0,
+        timeout_s: float | None = None,
     ) -> None:
+        """``timeout_s``: each attempt's, as given; None: a default that grows with the request
+        (``agent_s.models.retry.request_timeout``)."""
         if provider not in PROVIDERS:
             raise ConfigError(
                 f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}",
@@ -89,7 +97,9 @@ class ModelConfig(ProviderSettings):
             )
         if not model:
             raise ConfigError("a model name is required (--model)", setting="--model")
-        super().__init__(PROVIDERS[provider], model, base_url, api_key, key_source, timeout_s)
+        timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+        api = PROVIDERS[provider]
+        super().__init__(api, model, base_url, api_key, key_source, timeout, timeout_s is None)
 
     def __repr__(self) -> str:
         return (
@@ -149,7 +159,9 @@ class GroundingConfig:
         """The grounding model's endpoint (an OpenAI-compatible server), if one is set."""
         if not self.model:
             return None
-        return ProviderSettings("openai_compatible", self.model, self.url, self.api_key)
+        return ProviderSettings(
+            "openai_compatible", self.model, self.url, self.api_key, scale_timeout=True
+        )
 
     @classmethod
     def from_env(

@@ -8,12 +8,15 @@
 Statuses: ``succeeded`` (the model said done and any postcondition passed), ``failed`` (the model
 said fail, kept replying with no usable action, or the postcondition failed), ``infeasible`` (the
 model refused the task), ``max_steps``, ``budget_exceeded`` (cost, tokens or wall time),
-``cancelled`` (interrupted), ``error`` (the provider or the desktop failed; ``reason`` says how).
+``cancelled`` (interrupted), ``error`` (the provider or the desktop failed; ``reason`` says how),
+``planned`` (a dry run reached done: the actions were planned and drawn, nothing was executed, so
+nothing is claimed to have succeeded).
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,10 +39,12 @@ class RunStatus(str, enum.Enum):
     BUDGET_EXCEEDED = "budget_exceeded"
     CANCELLED = "cancelled"
     ERROR = "error"
+    PLANNED = "planned"
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit code: 0 succeeded, 1 failed / infeasible / error, 3 a limit, 130."""
+        """The CLI's exit code: 0 succeeded or planned (a dry run), 1 failed / infeasible /
+        error, 3 a limit, 130 cancelled."""
         return _EXIT_CODES[self]
 
 
@@ -51,11 +56,13 @@ _EXIT_CODES = {
     RunStatus.MAX_STEPS: 3,
     RunStatus.BUDGET_EXCEEDED: 3,
     RunStatus.CANCELLED: 130,
+    RunStatus.PLANNED: 0,
 }
 
 #: Why a run ended, finer than the status (e.g. FAILED by the model or by invalid replies).
 Cause = Literal[
     "done",
+    "dry_run",
     "model_gave_up",
     "invalid_replies",
     "postcondition_failed",
@@ -271,11 +278,17 @@ def error_ending(err: BaseException) -> Ending | None:
     return None
 
 
-def final_ending(action: ActionModel, postcondition: Postcondition | None = None) -> Ending:
-    """How a ``done`` or ``fail`` ends the run; after ``done`` the postcondition decides."""
+def final_ending(
+    action: ActionModel, postcondition: Postcondition | None = None, *, dry_run: bool = False
+) -> Ending:
+    """How a ``done`` or ``fail`` ends the run; after ``done`` the postcondition decides. In a
+    dry run nothing was executed: ``done`` ends it as ``planned``, never ``succeeded``."""
     if isinstance(action, FailAction):
         return Ending(RunStatus.FAILED, "model_gave_up", action.reason or "the model gave up")
     answer = action.answer if isinstance(action, DoneAction) else None
+    if dry_run:
+        reason = "dry run: the model said done; its actions were planned, none was executed"
+        return Ending(RunStatus.PLANNED, "dry_run", reason, answer)
     if postcondition is None:
         return Ending(RunStatus.SUCCEEDED, "done", "the model said the task is done", answer)
     check = check_postcondition(postcondition)
@@ -295,6 +308,14 @@ class CommandCheck:
     argv: tuple[str, ...]
     env: Mapping[str, str] | None = None
     timeout_s: float = 60.0
+
+    def expanded(self) -> tuple[str, ...]:
+        """``argv`` with a leading ``~`` or ``~/`` in each argument turned into the check's HOME
+        (``env``'s, else this process's), as a shell would; nothing else is interpreted."""
+        home = (self.env or os.environ).get("HOME") or os.path.expanduser("~")
+        return tuple(
+            home + arg[1:] if arg == "~" or arg.startswith("~/") else arg for arg in self.argv
+        )
 
 
 Postcondition = CommandCheck | Sequence[str] | Callable[[], bool]
@@ -319,7 +340,7 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
     shown = subprocess.list2cmdline(command.argv)
     try:
         done = subprocess.run(
-            list(command.argv),
+            list(command.expanded()),
             env=None if command.env is None else dict(command.env),
             capture_output=True,
             text=True,

@@ -17,7 +17,7 @@ secret anywhere stays secret.
 The file is ``$AGENT_S_CONFIG`` (an error if it does not exist) or
 ``~/.config/agent-s/config.toml`` (skipped if it does not exist)::
 
-    [model]       provider, name, base_url
+    [model]       provider, name, base_url, timeout (seconds per attempt at a model call)
     [grounding]   mode, url, model
     [limits]      max_steps, max_cost (USD), max_tokens, max_seconds
     [run]         reflection, a11y_snapshot, record_dir
@@ -43,6 +43,7 @@ from contextvars import ContextVar
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -87,6 +88,7 @@ SETTINGS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("model", "provider"): ("--provider", "AGENT_S_PROVIDER"),
     ("model", "name"): ("--model", "AGENT_S_MODEL"),
     ("model", "base_url"): ("--base-url", "AGENT_S_BASE_URL"),
+    ("model", "timeout"): ("--model-timeout", "AGENT_S_MODEL_TIMEOUT"),
     ("grounding", "mode"): ("--ground", "AGENT_S_GROUND"),
     ("grounding", "url"): ("--ground-url", "AGENT_S_GROUND_URL"),
     ("grounding", "model"): ("--ground-model", "AGENT_S_GROUND_MODEL"),
@@ -108,6 +110,18 @@ _BY_FLAG = {flag: path for path, (flag, _) in SETTINGS.items() if flag}
 _SECRET_NAMES = ("secrets", "env")
 
 
+def _http_url(value: str | None) -> str | None:
+    """A base URL must name its scheme and host: ``http://localhost:8000/v1``."""
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{value!r} is not an http(s) URL with a host (like http://localhost:8000/v1)"
+        )
+    return value
+
+
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -118,6 +132,14 @@ class ModelSection(_Table):
     provider: ProviderName | None = None  # None: guessed from the name (claude*, gpt*, ...)
     name: str | None = None
     base_url: str | None = None
+    # seconds one attempt at a model call may take; None: 60 s plus an allowance per image and
+    # per 100 KB of request (agent_s.models.retry.request_timeout)
+    timeout: float | None = Field(None, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def check_base_url(cls, value: str | None) -> str | None:
+        return _http_url(value)
 
 
 class GroundingSection(_Table):
@@ -127,6 +149,11 @@ class GroundingSection(_Table):
     mode: GroundMode = "auto"
     url: str | None = None
     model: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def check_url(cls, value: str | None) -> str | None:
+        return _http_url(value)
 
 
 class LimitsSection(_Table):
@@ -220,7 +247,9 @@ class Settings(BaseSettings):
         found = settings_from_env(
             PROVIDERS[provider], name, base_url=base_url, api_key=api_key, environ=_env(environ)
         )
-        return ModelConfig(provider, name, base_url, found.api_key, found.key_source)
+        return ModelConfig(
+            provider, name, base_url, found.api_key, found.key_source, self.model.timeout
+        )
 
     def build_grounding(self, environ: Mapping[str, str] | None = None) -> GroundingConfig:
         """The grounding settings, with the grounding server's key from ``environ``."""

@@ -4,8 +4,10 @@
     agent-s bench run smoke --policy reference --workers 2 --results results/
     agent-s bench report results/ [--json]
 
-Progress goes to stderr, results to stdout. Exit codes: 0 done, 1 a task ended in error,
-2 usage or configuration error (nothing was started), 130 cancelled (Ctrl-C, SIGTERM, SIGHUP:
+Progress goes to stderr, results to stdout. Exit codes: 0 done, 1 a task ended in error or a
+task file could not be used (each is named; the other tasks still run and are scored; for
+``report``: a task folder could not be read), 2 usage or configuration error (nothing was
+started), 130 cancelled (Ctrl-C, SIGTERM, SIGHUP:
 the running tasks are stopped and not marked done, so the same command resumes the run).
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -28,6 +30,7 @@ from agent_s.cli import options
 
 if TYPE_CHECKING:
     from agent_s.bench.runner import Backend
+    from agent_s.bench.tasks import BadTaskFile
     from agent_s.settings import Settings
 
 bench_app = typer.Typer(help="Run OSWorld-format task suites and score them.", no_args_is_help=True)
@@ -60,13 +63,17 @@ def check(
     out, err = Console(), Console(stderr=True)
     try:
         loaded = load_suite(suite, index=index)
-        report = check_tasks(loaded.tasks(), file_cache=file_cache)
+        good, bad = loaded.load()
+        report = check_tasks(good, file_cache=file_cache)
     except (OSError, TaskFormatError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
     if as_json:
-        out.print_json(json.dumps(report.to_json()))
-        return
+        out.print_json(
+            json.dumps({**report.to_json(), "bad_task_files": [b.to_json() for b in bad]})
+        )
+        raise typer.Exit(1 if bad else 0)
+    _print_bad(err, bad)
     title = f"{loaded.name}: {report.runnable} of {len(report.tasks)} tasks can run here"
     table = Table(title=title, box=box.SIMPLE, padding=(0, 1))
     for name in ("domain", "tasks", "runnable", *CATEGORIES):
@@ -88,6 +95,15 @@ def check(
         if reasons:
             text = "; ".join(str(r) for r in reasons)
             out.print(f"{task.domain}/{task.id}: {escape(text)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1 if bad else 0)
+
+
+def _print_bad(err: Console, bad: Sequence[BadTaskFile]) -> None:
+    """One line per task file that cannot be used: its path and what is wrong."""
+    for item in bad:
+        err.print(f"[red]bad task file:[/] {escape(str(item))}", highlight=False, soft_wrap=True)
+    if bad:
+        err.print(f"{len(bad)} task file(s) left out; the other tasks go on", highlight=False)
 
 
 @bench_app.command()
@@ -108,6 +124,7 @@ def run(
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
+    model_timeout: options.ModelTimeout = None,
     max_steps: Annotated[int | None, typer.Option(help="Step limit per task.")] = None,
     max_cost: _MaxCost = None,
     file_cache: _FileCache = None,
@@ -118,6 +135,9 @@ def run(
     address: Annotated[
         str | None, typer.Option(help="Ray cluster address (default: RAY_ADDRESS or local).")
     ] = None,
+    eval_timeout: Annotated[
+        float, typer.Option(min=1, help="Seconds to score one task; longer: an error.")
+    ] = 300.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
     safety: Annotated[
         str | None,
@@ -140,7 +160,7 @@ def run(
 ) -> None:
     """Run every task of SUITE, each on a fresh virtual desktop, and score it as OSWorld does."""
     from agent_s.bench.policies import POLICIES
-    from agent_s.bench.report import summarize
+    from agent_s.bench.report import outcome, summarize
     from agent_s.bench.runner import RunCancelled, RunOptions, run_suite
     from agent_s.bench.tasks import TaskFormatError, load_suite
     from agent_s.cli.options import api_key as given_key
@@ -167,6 +187,7 @@ def run(
                 "--safety": safety,
                 "--code-sandbox": code_sandbox,
                 "--code-agent": code_agent,
+                "--model-timeout": model_timeout,
             }
             settings = bench_settings(flags, problem)
             config = settings.build_model(given_key(api_key, api_key_file))
@@ -188,12 +209,15 @@ def run(
             height=height,
             backend=cast("Backend", backend),  # RunOptions refuses any other name
             address=address,
+            eval_timeout=eval_timeout,
         )
     except (OSError, TaskFormatError, ConfigError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
-    tasks = len(list(loaded.tasks(options.domains)))
-    state = {"done": 0, "running": 0, "score": 0.0, "scored": 0, "cost": 0.0}
+    good, bad = loaded.load(options.domains)
+    _print_bad(err, bad)
+    tasks = len(good)
+    state = {"done": 0, "running": 0, "score": 0.0, "scored": 0, "cost": 0.0, "resumed": 0}
     lock = threading.Lock()
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -222,11 +246,14 @@ def run(
                 if record.get("score") is not None:
                     state["scored"] += 1
                     state["score"] += float(record["score"])
-                line = (
-                    f"{record.get('domain')}/{record.get('task_id')}: {record.get('status')} "
-                    f"score={record.get('score')}"
-                )
-                progress.console.print(escape(line), highlight=False)
+                if record.get("resumed"):
+                    state["resumed"] += 1
+                else:
+                    line = (
+                        f"{record.get('domain')}/{record.get('task_id')}: {outcome(record)} "
+                        f"score={record.get('score')}"
+                    )
+                    progress.console.print(escape(line), highlight=False)
             mean = state["score"] / state["scored"] if state["scored"] else 0.0
             status = (
                 f"running {state['running']}  score {state['score']:g}/{state['scored']} "
@@ -263,12 +290,26 @@ def run(
             )
         raise typer.Exit(130) from stop
     summary = summarize(records)
+    resumed = sum(1 for r in records if r.get("resumed"))
+    if resumed:
+        err.print(
+            f"resumed: skipped {resumed} of {tasks} tasks already done in "
+            f"{escape(str(options.model_folder))} (delete a task's folder to run it again)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if as_json:
-        out.print_json(json.dumps({"records": records, "summary": summary}))
+        payload = {
+            "records": records,
+            "summary": summary,
+            "resumed": resumed,
+            "bad_task_files": [b.to_json() for b in bad],
+        }
+        out.print_json(json.dumps(payload))
     else:
         _print_summary(out, summary)
         out.print(f"results: {options.model_folder}", highlight=False)
-    raise typer.Exit(1 if summary["overall"]["errors"] else 0)
+    raise typer.Exit(1 if summary["overall"]["errors"] or bad else 0)
 
 
 def bench_defaults(problem: str | None) -> dict[str, Any]:
@@ -338,7 +379,7 @@ def _print_summary(out: Console, summary: dict[str, Any]) -> None:
     out.print(table)
     for failure in summary["not_succeeded"]:
         out.print(
-            f"{failure['domain']}/{failure['task_id']}: {failure['status']} "
+            f"{failure['domain']}/{failure['task_id']}: {failure['outcome']} "
             f"score={failure['score']} {escape(str(failure.get('reason') or ''))[:200]}",
             highlight=False,
         )
@@ -354,15 +395,38 @@ def report(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Success rate per domain and overall; steps, time, cost per task; the failed tasks."""
-    from agent_s.bench.report import load_records, summarize
+    from agent_s.bench.report import group, load_results, summarize
 
     out, err = Console(), Console(stderr=True)
-    records = load_records(results)
+    records, unreadable = load_results(results)
+    for bad in unreadable:
+        line = f"[red]unreadable:[/] {escape(bad['folder'])}: {escape(bad['problem'])}"
+        err.print(line, highlight=False, soft_wrap=True)
     if not records:
         err.print(f"[red]error:[/] no task results under {escape(str(results))}")
         raise typer.Exit(2)
-    summary = summarize(records)
+    runs = group(records)
+    if len(runs) > 1:
+        err.print(
+            f"[yellow]warning:[/] {escape(str(results))} mixes {len(runs)} runs "
+            f"({escape(', '.join(runs))}); each is reported on its own, never pooled",
+            highlight=False,
+            soft_wrap=True,
+        )
+    summaries = {name: summarize(rows) for name, rows in runs.items()}
+    code = 1 if unreadable else 0
     if as_json:
-        out.print_json(json.dumps({"summary": summary, "records": records}))
-        return
-    _print_summary(out, summary)
+        single = next(iter(summaries.values())) if len(runs) == 1 else None
+        payload = {
+            "summary": single,
+            "runs": summaries,
+            "mixed": len(runs) > 1,
+            "unreadable": unreadable,
+            "records": records,
+        }
+        out.print_json(json.dumps(payload))
+        raise typer.Exit(code)
+    for name, summary in summaries.items():
+        out.print(f"[bold]run: {escape(name)}[/]", highlight=False)
+        _print_summary(out, summary)
+    raise typer.Exit(code)

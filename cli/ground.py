@@ -10,14 +10,17 @@ seen are listed), 2 usage or setup error.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from PIL import Image
 from rich.console import Console
+from rich.markup import escape
 
 from agent_s import marks
+from agent_s.cli import options
 from agent_s.desktop.base import Screenshot
 from agent_s.errors import AgentSError
 from agent_s.grounding import (
@@ -51,12 +54,39 @@ def _observe(image: Path | None, err: Console) -> Observation:
         return Observation(Screenshot(pixels))
     from agent_s.desktop.x11 import X11Backend
 
+    if not os.environ.get("DISPLAY"):
+        err.print(
+            "[red]no screen to ground on: DISPLAY is not set[/]; run inside an X session "
+            "(DISPLAY=:N) or pass --image FILE",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     try:
         with X11Backend() as backend:
             return Observation(backend.capture(), tuple(backend.windows()), backend.geometry())
     except AgentSError as error:
-        err.print(f"[red]cannot capture the screen: {error}[/] (or pass --image FILE)")
+        err.print(
+            f"[red]cannot capture the screen: {escape(str(error))}[/] (or pass --image FILE)",
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(2) from error
+
+
+def _check_annotate(out: Path | None, err: Console) -> None:
+    """Before grounding: ``--annotate``'s folder must exist and the name must be an image."""
+    if out is None:
+        return
+    folder = out.expanduser().parent
+    problem = None
+    if not folder.is_dir():
+        problem = f"--annotate {out}: the folder {folder} does not exist; create it first"
+    elif out.suffix.lower() not in Image.registered_extensions():
+        problem = f"--annotate {out}: give an image file name, e.g. {out.with_suffix('.png')}"
+    if problem is not None:
+        err.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
 
 
 def _model_grounder(url: str | None, model: str | None, frame: str | None) -> ModelGrounder:
@@ -213,7 +243,9 @@ def ground(
     annotate_to: Annotated[
         Path | None, typer.Option("--annotate", help="Save the screenshot with point and box.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar=options.FLAG, help="Print the result as JSON.")
+    ] = False,
 ) -> None:
     """Where would the agent click? Ground EXPRESSION and print the point and the evidence."""
     out, err = Console(), Console(stderr=True)
@@ -231,10 +263,13 @@ def ground(
     )
     if image is not None and mode == "auto":
         err.print("accessibility skipped: --image is not the live screen", highlight=False)
+    _check_annotate(annotate_to, err)
     observation = _observe(image, err)
     try:
         result = grounder.ground(expression, observation)
     except NotFound as error:
+        if annotate_to is not None:
+            err.print(f"not annotated: {expression!r} was not found", markup=False)
         if as_json:
             out.print_json(json.dumps(_not_found_json(error)))
         else:
@@ -258,7 +293,11 @@ def ground(
             err.print(f"grounding failed: {error}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2 if setup else 1) from error
     if annotate_to is not None:
-        annotate(observation, result, annotate_to)
+        try:
+            annotate(observation, result, annotate_to.expanduser())
+        except (OSError, ValueError) as error:
+            err.print(f"cannot save {annotate_to}: {error}", markup=False, soft_wrap=True)
+            raise typer.Exit(2) from error
         err.print(f"annotated screenshot: {annotate_to}", highlight=False)
     if as_json:
         out.print_json(json.dumps({"found": True, **result.to_json()}))

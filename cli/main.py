@@ -43,7 +43,13 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version",
+            metavar=options.FLAG,
+            callback=_version,
+            is_eager=True,
+            help="Print the version.",
+        ),
     ] = False,
 ) -> None:
     """A screenshot-driven desktop automation agent."""
@@ -52,9 +58,14 @@ def _root(
 @app.command()
 def doctor(
     virtual: Annotated[
-        bool, typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb).")
+        bool,
+        typer.Option(
+            "--virtual", metavar=options.FLAG, help="Check inside a fresh virtual desktop (Xvfb)."
+        ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar=options.FLAG, help="Print the report as JSON.")
+    ] = False,
     provider: options.Provider = None,
     model: options.Model = None,
     base_url: options.BaseUrl = None,
@@ -63,6 +74,7 @@ def doctor(
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
+    model_timeout: options.ModelTimeout = None,
     timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds each model check may take.")
     ] = 10.0,
@@ -82,6 +94,7 @@ def doctor(
         "--ground": ground,
         "--ground-url": ground_url,
         "--ground-model": ground_model,
+        "--model-timeout": model_timeout,
     }
     try:
         settings = load_settings(flag_values(flags), environ=environ)
@@ -89,6 +102,8 @@ def doctor(
         Console(stderr=True).print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
     found, grounding = settings.model, settings.grounding
+    if model_timeout is not None:  # the flag wins over the variable the checks read
+        environ["AGENT_S_MODEL_TIMEOUT"] = f"{model_timeout:g}"
     key = options.api_key(api_key, api_key_file)
     models = ModelOptions(
         found.provider,
@@ -109,9 +124,10 @@ def doctor(
         out.print_json(json.dumps(payload))
     else:
         for check in report.checks:
-            out.print(f"{_MARKS[check.status]}  {check.name:<15} {check.detail}", highlight=False)
+            line = f"{_MARKS[check.status]}  {check.name:<15} {escape(check.detail)}"
+            out.print(line, highlight=False, soft_wrap=True)
             if check.fix and check.status != "ok":
-                out.print(f"{'':<21} fix: {check.fix}", highlight=False)
+                out.print(f"{'':<21} fix: {escape(check.fix)}", highlight=False, soft_wrap=True)
     raise typer.Exit(0 if report.ok else 1)
 
 

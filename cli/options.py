@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+FLAG = ""  # a flag's metavar: without one, typer's help shows "<bool>" as if it took a value
 KEY_VARIABLE = "_AGENT_S_API_KEY"  # where hide_api_key puts --api-key's value
 KEY_WARNING = (
     "warning: --api-key shows the key to other users of this machine (ps) while agent-s "
@@ -45,11 +46,14 @@ def _read_key_file(path: str | None) -> str | None:
 Provider = Annotated[
     str | None,
     typer.Option(
-        help="openai | anthropic | openai-compatible | openai-responses [env AGENT_S_PROVIDER]"
+        help="openai | anthropic | openai-compatible | openai-responses (env AGENT_S_PROVIDER)"
     ),
 ]
-Model = Annotated[str | None, typer.Option(help="Model name [env AGENT_S_MODEL].")]
-BaseUrl = Annotated[str | None, typer.Option(help="API base URL [env AGENT_S_BASE_URL].")]
+Model = Annotated[str | None, typer.Option(help="Model name (env AGENT_S_MODEL).")]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(help="API base URL, e.g. http://localhost:8000/v1 (env AGENT_S_BASE_URL)."),
+]
 ApiKey = Annotated[
     str | None,
     typer.Option(
@@ -68,10 +72,14 @@ ApiKeyFile = Annotated[
     ),
 ]
 Ground = Annotated[
-    str | None, typer.Option(help="auto | ocr | a11y | model | native [env AGENT_S_GROUND].")
+    str | None, typer.Option(help="auto | ocr | a11y | model | native (env AGENT_S_GROUND).")
 ]
-GroundUrl = Annotated[str | None, typer.Option(help="Grounding model base URL.")]
-GroundModel = Annotated[str | None, typer.Option(help="Grounding model name.")]
+GroundUrl = Annotated[
+    str | None, typer.Option(help="Grounding model base URL (env AGENT_S_GROUND_URL).")
+]
+GroundModel = Annotated[
+    str | None, typer.Option(help="Grounding model name (env AGENT_S_GROUND_MODEL).")
+]
 
 
 def api_key(key: str | None, key_file: str | None) -> str | None:
@@ -117,3 +125,13 @@ def hide_api_key(argv: list[str], environ: MutableMapping[str, str]) -> bool:
     shown, _ = _without_key(getattr(sys, "orig_argv", argv))
     setproctitle(" ".join(shown))
     return True
+
+
+ModelTimeout = Annotated[
+    float | None,
+    typer.Option(
+        metavar="SECONDS",
+        help="Seconds one attempt at a model call may take (default 60, plus 5 per image and 1 "
+        "per 100 KB of request) [env AGENT_S_MODEL_TIMEOUT; [model] timeout].",
+    ),
+]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 import sys
 from collections.abc import Iterator, Mapping
@@ -50,7 +51,13 @@ RUN_DEFAULTS: Mapping[str, Any] = {
     "safety": {"mode": "confirm"},  # ask before risky actions (the SDK's default is auto)
     "run": {"record_dir": "~/.local/share/agent-s/runs"},  # every run records a trajectory
 }
-_STYLES = {"succeeded": "green", "failed": "red", "infeasible": "red", "error": "red"}
+_STYLES = {
+    "succeeded": "green",
+    "planned": "cyan",
+    "failed": "red",
+    "infeasible": "red",
+    "error": "red",
+}
 
 
 def _step_line(err: Console, step: Step) -> None:
@@ -67,7 +74,7 @@ def _step_line(err: Console, step: Step) -> None:
     if step.outcome not in ("ok", "terminal"):
         line += f"  [yellow]{escape(describe_outcome(step, 120))}[/]"
     line += f"  [dim]{usage.total_tokens} tok ${usage.cost_usd:.4f}[/]"
-    err.print(line, highlight=False)
+    err.print(line, highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager
@@ -83,8 +90,25 @@ def _desktop(virtual: bool, err: Console) -> Iterator[tuple[Any, dict[str, str] 
 
     with VirtualDesktop(1280, 800, home="temp") as desk:
         err.print(f"[dim]virtual desktop {desk.display} (1280x800), HOME={desk.home}[/]")
-        with X11Backend(desk.display, env=desk.env) as backend:
+        # AT-SPI (the accessibility grounder) finds the session bus through os.environ only
+        with desk.exported(), X11Backend(desk.display, env=desk.env) as backend:
             yield backend, dict(desk.env)
+
+
+def _writable_folder(folder: Path) -> None:
+    """Make ``folder`` (for trajectories) or say, as a ValueError, why it cannot be one."""
+    folder = folder.expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--record {folder} is a file: give a folder for trajectory folders")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ValueError(
+            f"--record {folder}: cannot create it ({reason}); give a writable folder"
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"--record {folder} is not writable: give a writable folder")
 
 
 def _tasks(task: str | None, err: Console) -> Iterator[str]:
@@ -109,21 +133,23 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
         return
     status = result.status.value
     style = _STYLES.get(status, "yellow")
-    out.print(f"[{style}]{status}[/]: {escape(result.reason)}", highlight=False)
+    out.print(f"[{style}]{status}[/]: {escape(result.reason)}", highlight=False, soft_wrap=True)
     if result.answer:
-        out.print(f"answer: {escape(result.answer)}", highlight=False)
+        out.print(f"answer: {escape(result.answer)}", highlight=False, soft_wrap=True)
     if result.postcondition is not None:
         check = result.postcondition
         mark = "passed" if check.passed else "failed"
-        out.print(f"check {mark}: {escape(check.description)} ({escape(check.detail)})")
+        detail = f"{escape(check.description)} ({escape(check.detail)})"
+        out.print(f"check {mark}: {detail}", highlight=False, soft_wrap=True)
     usage = result.usage
     out.print(
         f"{result.steps} steps, {result.model_calls} model calls, {usage.total_tokens} tokens, "
         f"${usage.cost_usd:.4f}, {result.timings.total:.1f} s",
         highlight=False,
+        soft_wrap=True,
     )
     if result.trajectory_dir:
-        out.print(f"trajectory: {result.trajectory_dir}", highlight=False)
+        out.print(f"trajectory: {result.trajectory_dir}", highlight=False, soft_wrap=True)
 
 
 def run_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
@@ -142,8 +168,12 @@ def _approver(err: Console, mode: str) -> Any:
         return CliApprover(err)
     if mode in ("confirm", "confirm-all"):
         err.print(
-            f"[yellow]safety mode {mode}: stdin is not a terminal, so nobody can approve; "
-            "actions that need approval will be refused[/]",
+            f"safety mode {mode}: stdin is not a terminal, so nobody can approve; actions that "
+            "need approval will be refused. To let them run: --safety auto (or "
+            "AGENT_S_SAFETY=auto), or allow them in the config file: [safety] allow_apps, "
+            "allow_paths, [[safety.rules]] with effect = 'allow'",
+            style="yellow",
+            markup=False,
             highlight=False,
         )
     return None
@@ -159,24 +189,39 @@ def run(
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
+    model_timeout: options.ModelTimeout = None,
     max_steps: Annotated[int | None, typer.Option(help="Step limit (default 30).")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Cost limit in USD.")] = None,
     record: Annotated[Path | None, typer.Option(help="Folder for trajectory folders.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    virtual: Annotated[bool, typer.Option(help="Run inside a fresh virtual desktop.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar=options.FLAG, help="Print the result as JSON.")
+    ] = False,
+    virtual: Annotated[
+        bool,
+        typer.Option("--virtual", metavar=options.FLAG, help="Run inside a fresh virtual desktop."),
+    ] = False,
     dry_run: Annotated[
-        bool, typer.Option(help="Predict and ground; draw the plan; execute nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            metavar=options.FLAG,
+            help="Predict and ground; draw the plan; execute nothing.",
+        ),
     ] = False,
     check: Annotated[
         str | None, typer.Option(help="A command run after done; exit status 0 = verified.")
     ] = None,
     reflection: Annotated[
-        bool | None, typer.Option("--reflection/--no-reflection", help="A reviewer call per step.")
+        bool | None,
+        typer.Option(
+            "--reflection/--no-reflection", metavar=options.FLAG, help="A reviewer call per step."
+        ),
     ] = None,
     a11y_snapshot: Annotated[
         bool | None,
         typer.Option(
             "--a11y-snapshot/--no-a11y-snapshot",
+            metavar=options.FLAG,
             help="List the active window's named elements in each request (default off; env "
             "AGENT_S_A11Y_SNAPSHOT).",
         ),
@@ -198,7 +243,11 @@ def run(
     ] = None,
     code_agent: Annotated[
         bool | None,
-        typer.Option("--code-agent/--no-code-agent", help="Offer the code agent (default on)."),
+        typer.Option(
+            "--code-agent/--no-code-agent",
+            metavar=options.FLAG,
+            help="Offer the code agent (default on).",
+        ),
     ] = None,
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
@@ -225,11 +274,16 @@ def run(
                 "--code-timeout": code_timeout,
                 "--code-steps": code_steps,
                 "--code-agent": code_agent,
+                "--model-timeout": model_timeout,
             }
         )
         model_config = resolved.build_model(options.api_key(api_key, api_key_file))
         grounding = resolved.build_grounding()
         settings = resolved.build_agent_config(dry_run=dry_run)
+        if task is not None and not task.strip():
+            raise ValueError('the task is empty: give one, e.g. agent-s run "open the calculator"')
+        if settings.record_dir is not None:
+            _writable_folder(Path(settings.record_dir))
         argv = tuple(shlex.split(check)) if check is not None else None
         if argv == ():
             raise typer.BadParameter("--check needs a command")
@@ -241,9 +295,12 @@ def run(
             profiles=resolved.build_profiles(),
             on_step=lambda report: _step_line(err, report),
             approver=approver,
+            on_retry=lambda line: err.print(
+                f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True
+            ),
         )
     except (AgentSError, ValueError) as error:
-        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from error
     code = 0
     try:
@@ -262,7 +319,7 @@ def run(
                 if result.status is RunStatus.CANCELLED:
                     break
     except AgentSError as error:  # no display, no xdotool: set-up
-        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from error
     except KeyboardInterrupt as error:  # between runs, or while the desktop started
         raise typer.Exit(130) from error

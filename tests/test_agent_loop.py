@@ -283,7 +283,9 @@ def test_dry_run_draws_and_executes_nothing(tmp_path: Path) -> None:
     backend = RecordingBackend(screens(2))
     with ScriptedModelServer(script) as server:
         result = make_agent(server, backend, tmp_path, dry_run=True).run("Click")
-    assert result.succeeded
+    assert not result.succeeded  # nothing was done: the run is planned, not succeeded
+    assert (result.status, result.cause, result.exit_code) == (RunStatus.PLANNED, "dry_run", 0)
+    assert "none was executed" in result.reason
     assert backend.ops == []
     step = load_trajectory(result.trajectory_dir).steps[0]
     assert step.dry_run_image

@@ -10,6 +10,7 @@ import pytest
 from agent_s.models import (
     AuthenticationError,
     BadRequest,
+    IncompleteReply,
     MalformedResponse,
     Message,
     ModelError,
@@ -30,6 +31,7 @@ from agent_s.models.endpoints import settings_from_env
 from agent_s.models.retry import call_with_retries, parse_retry_after
 from agent_s.testing.scripted_replies import (
     bad_request,
+    garbage,
     malformed,
     overloaded,
     rate_limited,
@@ -199,11 +201,23 @@ def test_hosted_openrouter_and_azure_need_their_own_keys() -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_malformed_json_is_a_malformed_response_not_retried(api: str) -> None:
-    with ScriptedModelServer([malformed()]) as server:
-        with pytest.raises(MalformedResponse, match="not valid JSON"):
+def test_a_body_cut_mid_json_is_retried_then_reported(api: str) -> None:
+    with ScriptedModelServer([malformed(), reply("whole")]) as server:
+        assert _provider(server, api).complete(REQUEST).text == "whole"
+    with ScriptedModelServer([malformed()] * 3) as server:
+        with pytest.raises(IncompleteReply, match="cut off mid-JSON") as caught:
+            _provider(server, api).complete(REQUEST)
+        assert len(server.requests) == 3
+    assert caught.value.attempts == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_body_that_is_no_json_is_malformed_and_not_retried(api: str) -> None:
+    with ScriptedModelServer([garbage(2000)]) as server:
+        with pytest.raises(MalformedResponse, match="not valid JSON") as caught:
             _provider(server, api).complete(REQUEST)
         assert len(server.requests) == 1
+    assert not isinstance(caught.value, IncompleteReply)
 
 
 @pytest.mark.parametrize(

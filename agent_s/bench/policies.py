@@ -200,7 +200,8 @@ def run_agent(
 
     model = settings.build_model(api_key)
     grounding = settings.build_grounding()
-    config = settings.build_agent_config(record_dir=folder)
+    # a benchmark task is always executed: a dry run would claim done with nothing done
+    config = settings.build_agent_config(record_dir=folder, dry_run=False)
     recorder = OSWorldRecorder(folder, backend)
     last: list[LastAction] = [None]
 

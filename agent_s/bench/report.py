@@ -1,5 +1,9 @@
 """``agent-s bench report DIR``: success per domain and overall, steps, time and cost per task,
-and the tasks that did not succeed, from the ``result.json`` files under a results folder."""
+and the tasks that did not succeed, from the ``result.json`` files under a results folder.
+
+Results of different runs (policy and model: the ``<model>`` level of OSWorld's layout) are
+never pooled: ``group`` splits the records by run. A task folder whose result files cannot be
+read is listed by ``load_results``, not dropped."""
 
 from __future__ import annotations
 
@@ -12,21 +16,71 @@ from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
 
 
 def load_records(results: Path) -> list[dict[str, Any]]:
-    """Every task record under ``results`` (any depth of OSWorld's layout), by folder order."""
-    records = []
-    for path in sorted(Path(results).rglob(RESULT_JSON)):
-        if path.parent.name == "trajectory":
+    """Every readable task record under ``results`` (any depth of OSWorld's layout)."""
+    return load_results(results)[0]
+
+
+def load_results(results: Path) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The task records under ``results`` by folder order, and each task folder whose result
+    files cannot be read (``{"folder": ..., "problem": ...}``)."""
+    records: list[dict[str, Any]] = []
+    unreadable: list[dict[str, str]] = []
+    folders = {p.parent for name in (RESULT_JSON, RESULT_TXT) for p in Path(results).rglob(name)}
+    for folder in sorted(folders):
+        if folder.name == "trajectory":
             continue  # our per-run trajectory's RunResult, not a task record
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        record, problem = _load(folder)
+        if record is None:
+            unreadable.append({"folder": str(folder), "problem": problem})
             continue
-        if "task_id" not in record:
-            continue
-        record["folder"] = str(path.parent)
-        record["finished"] = (path.parent / RESULT_TXT).exists()
+        record["folder"] = str(folder)
+        record["finished"] = (folder / RESULT_TXT).exists()
         records.append(record)
-    return records
+    return records, unreadable
+
+
+def _load(folder: Path) -> tuple[dict[str, Any] | None, str]:
+    try:
+        record = json.loads((folder / RESULT_JSON).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{RESULT_TXT} without {RESULT_JSON}"
+    except (OSError, ValueError) as err:
+        return None, f"{RESULT_JSON} cannot be read ({type(err).__name__}: {err})"[:200]
+    if not isinstance(record, dict) or "task_id" not in record:
+        return None, f"{RESULT_JSON} is not a task record (no task_id)"
+    if (folder / RESULT_TXT).exists():
+        try:
+            score = float((folder / RESULT_TXT).read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None, f"{RESULT_TXT} holds no score"
+        if record.get("score") != score:
+            return None, f"{RESULT_TXT} ({score}) and {RESULT_JSON} disagree"
+    return record, ""
+
+
+def run_of(record: Mapping[str, Any]) -> str:
+    """Which run a record belongs to: ``policy/model`` (the model level of the layout)."""
+    policy = str(record.get("policy") or "?")
+    model = str(record.get("model") or "?")
+    return policy if model == policy else f"{policy}/{model}"
+
+
+def group(records: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The records by run (``run_of``), in order of first appearance."""
+    runs: dict[str, list[Mapping[str, Any]]] = {}
+    for record in records:
+        runs.setdefault(run_of(record), []).append(record)
+    return runs
+
+
+def outcome(record: Mapping[str, Any]) -> str:
+    """What happened, in words: the status, except that an infeasible task says so and what
+    the agent said (its right answer is fail: ``infeasible (said fail)`` scores 1)."""
+    status = str(record.get("status"))
+    if record.get("infeasible") and status in ("succeeded", "failed"):
+        said = {"FAIL": "fail", "DONE": "done"}.get(str(record.get("last_action")), status)
+        return f"infeasible (said {said})"
+    return status
 
 
 def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -40,9 +94,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         _add(row, record)
         score = record.get("score")
         if score is None or score < 1.0:
-            failures.append(
-                {k: record.get(k) for k in ("domain", "task_id", "status", "score", "reason")}
-            )
+            failure = {k: record.get(k) for k in ("domain", "task_id", "status", "score", "reason")}
+            failures.append({**failure, "outcome": outcome(record)})
     overall = _empty()
     for record in rows:
         _add(overall, record)
@@ -96,4 +149,4 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["load_records", "summarize"]
+__all__ = ["group", "load_records", "load_results", "outcome", "run_of", "summarize"]

@@ -4,9 +4,11 @@
     records = run_suite(options, on_event=print)
 
 Results use OSWorld's layout, ``<results>/<action_space>/<observation>/<model>/<domain>/<id>/``
-(see ``worker`` for the files in it). Resume: a task whose folder has ``result.txt`` is not run
-again (its ``result.json`` is read back). A folder without ``result.txt`` (a task killed half-way)
-is removed before the task runs again, so nothing of the earlier attempt is left.
+(see ``worker`` for the files in it). Resume: a task whose folder has a valid result (a score in
+``result.txt`` and the same score in a readable ``result.json``) is not run again; its record
+comes back with ``resumed``. Any other folder (a task killed half-way, a torn result file) is
+removed before the task runs again, so nothing of the earlier attempt is left. Task files that
+do not load are left out (``Suite.load`` names them; the caller reports them).
 
 ``backend="ray"`` sends each task to a Ray cluster at ``address`` instead of a local worker
 process (see ``distributed``); ``workers`` is then how many tasks are in flight at once.
@@ -68,6 +70,7 @@ class RunOptions:
     width: int = 1280
     height: int = 800
     task_timeout: float = 1800.0
+    eval_timeout: float = 300.0  # scoring (postconfig, getters, metrics) of one task
     backend: Backend = "local"
     address: str | None = None  # the Ray cluster (backend "ray"); None: RAY_ADDRESS or local
 
@@ -109,9 +112,24 @@ def task_folder(options: RunOptions, task: Task) -> Path:
 
 def _read(folder: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((folder / RESULT_JSON).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        record = json.loads((folder / RESULT_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, torn, not UTF-8
         return None
+    return record if isinstance(record, dict) and "task_id" in record else None
+
+
+def finished_record(folder: Path) -> dict[str, Any] | None:
+    """The record of a task that finished here before: ``result.txt`` holds a score and
+    ``result.json`` a record with that score. Anything else (missing, torn, half-written,
+    disagreeing files) is None: the task runs again."""
+    try:
+        score = float((folder / RESULT_TXT).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    record = _read(folder)
+    if record is None or record.get("score") != score:
+        return None
+    return record
 
 
 class _Budget:
@@ -141,6 +159,8 @@ def _run_one(
         return {
             "task_id": task.id,
             "domain": task.domain,
+            "policy": options.policy,
+            "model": options.model_label,
             "status": "budget_exceeded",
             "score": None,
             "reason": reason,
@@ -161,6 +181,7 @@ def _run_one(
         "file_cache": str(options.file_cache.resolve()) if options.file_cache else None,
         "width": options.width,
         "height": options.height,
+        "eval_timeout": options.eval_timeout,
     }
     if ray is None:
         code = run_worker(spec, folder, options.api_key, options.task_timeout, workers)
@@ -174,6 +195,8 @@ def _run_one(
         record = {
             "task_id": task.id,
             "domain": task.domain,
+            "policy": options.policy,
+            "model": options.model_label,
             "status": "cancelled",
             "score": None,
             "reason": f"the run was cancelled (worker: {code})",
@@ -183,6 +206,8 @@ def _run_one(
         record = {
             "task_id": task.id,
             "domain": task.domain,
+            "policy": options.policy,
+            "model": options.model_label,
             "status": "error",
             "score": None,
             "reason": reason,
@@ -196,13 +221,14 @@ def run_suite(
 ) -> list[dict[str, Any]]:
     """Run every task of the suite (see the module docstring); the records, in suite order."""
     emit = on_event or (lambda event: None)
-    tasks = list(options.suite.tasks(options.domains))
+    tasks, _bad = options.suite.load(options.domains)  # the caller reports the bad files
     records: dict[int, dict[str, Any]] = {}
     pending: list[tuple[int, Task, Path]] = []
     for i, task in enumerate(tasks):
         folder = task_folder(options, task)
-        if (folder / RESULT_TXT).exists():
-            record = _read(folder) or {"task_id": task.id, "domain": task.domain}
+        done_before = finished_record(folder)
+        if done_before is not None:
+            record = done_before
             record["resumed"] = True
             records[i] = record
             emit({"kind": "end", "task": task.id, "domain": task.domain, "record": record})
@@ -215,6 +241,8 @@ def run_suite(
             record = {
                 "task_id": task.id,
                 "domain": task.domain,
+                "policy": options.policy,
+                "model": options.model_label,
                 "status": "skipped",
                 "score": None,
                 "reason": reason_text,
@@ -265,4 +293,12 @@ def run_suite(
     return done
 
 
-__all__ = ["Backend", "Event", "RunCancelled", "RunOptions", "run_suite", "task_folder"]
+__all__ = [
+    "Backend",
+    "Event",
+    "RunCancelled",
+    "RunOptions",
+    "finished_record",
+    "run_suite",
+    "task_folder",
+]

@@ -8,7 +8,8 @@
    first 1, else the max.
 
 A getter that needs the file cache raises ``NeedsFileCache``: the task is skipped, not scored.
-A metric that raises scores 0 for that func, with the error kept in the details.
+A getter or metric that raises scores 0 for that func, with the error kept in the details
+(``Score.error``); the harness then records the task as an error, not as the agent's 0.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class Score:
     value: float
     parts: tuple[FuncScore, ...] = ()
     note: str = ""
+
+    @property
+    def error(self) -> str:
+        """The first func whose getter or metric raised, and why ("" if none did)."""
+        return next((f"{p.func}: {p.error}" for p in self.parts if p.error), "")
 
     def to_json(self) -> dict[str, Any]:
         return {"score": self.value, "note": self.note, "parts": [asdict(p) for p in self.parts]}

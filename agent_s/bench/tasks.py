@@ -204,8 +204,57 @@ class Suite:
             for task_id in ids:
                 yield load_task(self.task_path(domain, task_id), domain=domain)
 
+    def load(self, domains: Sequence[str] = ()) -> tuple[list[Task], list[BadTaskFile]]:
+        """Every task of the index (or of ``domains``) that loads, and every task file that
+        does not (missing, not JSON, or not OSWorld's shape), so one bad file stops nothing."""
+        good: list[Task] = []
+        bad: list[BadTaskFile] = []
+        for domain, ids in self.index.items():
+            if domains and domain not in domains:
+                continue
+            for task_id in ids:
+                path = self.task_path(domain, task_id)
+                try:
+                    good.append(load_task(path, domain=domain))
+                except (OSError, ValueError, TypeError) as err:  # TaskFormatError is a ValueError
+                    bad.append(BadTaskFile(path, domain, task_id, _problem(err, path)))
+        return good, bad
+
     def __len__(self) -> int:
         return sum(len(ids) for ids in self.index.values())
+
+
+@dataclass(frozen=True)
+class BadTaskFile:
+    """A task file of the index that cannot be used, and what is wrong with it."""
+
+    path: Path
+    domain: str
+    task_id: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "path": str(self.path),
+            "domain": self.domain,
+            "task_id": self.task_id,
+            "problem": self.problem,
+        }
+
+
+def _problem(err: Exception, path: Path) -> str:
+    if isinstance(err, FileNotFoundError):
+        return "no such task file"
+    if isinstance(err, OSError):
+        return f"cannot be read ({err.strerror or err})"
+    if isinstance(err, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if not isinstance(err, TaskFormatError):
+        return f"a field has the wrong type ({type(err).__name__}: {err})"
+    return str(err).removeprefix(f"{path}: ")
 
 
 def builtin_suites() -> list[str]:
@@ -242,6 +291,7 @@ def load_suite(name_or_path: str | Path, *, index: str | None = None) -> Suite:
 
 
 __all__ = [
+    "BadTaskFile",
     "Evaluator",
     "SetupStep",
     "Suite",

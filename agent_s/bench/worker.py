@@ -12,6 +12,9 @@ The worker writes into the task folder: traj.jsonl, step_*.png, trajectory/, ``r
 ``result.json`` (our record: status, score details, steps, cost, time, setup log). A task
 this machine cannot run ends with ``result.json`` status ``skipped`` and no ``result.txt``.
 
+A task whose setup fails, or whose scoring raises, reports an evaluator error or takes longer
+than ``eval_timeout`` ends ``error`` with the reason and no score (not the agent's 0).
+
 A stop signal (SIGTERM from the runner when the run is cancelled, SIGINT, SIGHUP) ends the task
 early: the desktop stops, ``result.json`` says ``cancelled``, no ``result.txt`` is written (so a
 resumed run does the task again) and the exit status is 130. When the runner gives the worker a
@@ -24,18 +27,50 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_s import lifecycle
 from agent_s.bench.tasks import load_task
+
+if TYPE_CHECKING:
+    from agent_s.bench.scoring import Score
 
 RESULT_JSON = "result.json"
 RESULT_TXT = "result.txt"
 SPEC_FILE = "spec.json"
 LIFELINE_VAR = "AGENT_S_BENCH_LIFELINE"  # a file descriptor number
+EVAL_TIMEOUT = 300.0  # seconds to score a task, unless the spec says otherwise
+
+
+class EvaluationTimeout(RuntimeError):
+    """Scoring a task took longer than its time limit."""
+
+
+def _within(limit: float, score: Callable[[], Score]) -> Score:
+    """``score()`` in a daemon thread, given ``limit`` seconds: a hung evaluator (a postconfig
+    step, a getter, a metric) ends the task as an error, and the worker still exits."""
+    box: list[Score | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(score())
+        except BaseException as err:  # handed to the caller's thread, raised there
+            box.append(err)
+
+    thread = threading.Thread(target=run, name="evaluate", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if not box:
+        raise EvaluationTimeout(f"evaluation did not finish within {limit:g} s")
+    result = box[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -59,6 +94,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         "instruction": task.instruction,
         "policy": policy,
         "model": spec.get("model_label", policy),
+        "infeasible": task.infeasible,
         "status": "error",
         "score": None,
         "steps": 0,
@@ -101,18 +137,30 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             raise lifecycle.Terminated(signum)
         if env.context is None:
             raise SetupFailed("the task environment has no context")
-        score = evaluate(task, outcome.last_action, env.context, env.run_steps)
-        record.update(score=score.value, evaluation=score.to_json())
+        context = env.context
+        score = _within(
+            float(spec.get("eval_timeout") or EVAL_TIMEOUT),
+            lambda: evaluate(task, outcome.last_action, context, env.run_steps),
+        )
+        broken = score.error if score.value < 1.0 else ""
+        if broken:  # the evaluator could not judge: not the agent's 0
+            record.update(status="error", reason=f"evaluation failed: {broken}")
+            record.update(evaluation=score.to_json())
+        else:
+            record.update(score=score.value, evaluation=score.to_json())
     except KeyboardInterrupt as err:
         interrupted = err
         record.update(status="cancelled", score=None, reason=str(err) or "interrupted")
     except (SkipTask, NeedsFileCache) as err:
         record.update(status="skipped", reason=str(err))
     except SetupFailed as err:
-        record.update(status="error", reason=f"setup failed: {err}")
+        record.update(status="error", score=None, reason=f"setup failed: {err}")
+    except EvaluationTimeout as err:
+        record.update(status="error", score=None, reason=str(err))
     except Exception as err:  # the record must say what went wrong, whatever it was
         record.update(
             status="error",
+            score=None,
             reason=f"{type(err).__name__}: {err}",
             traceback=traceback.format_exc()[-3000:],
         )

@@ -93,6 +93,10 @@ def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
     try:
         with temporary_environ(XAUTHORITY=xauthority) if xauthority else contextlib.nullcontext():
             return Xlib.display.Display(display)
+    except Xlib.error.XauthError as err:  # a missing or unreadable XAUTHORITY file
+        raise DisplayUnavailableError(
+            f"cannot reach the X display {display!r}: {err}; set XAUTHORITY to its cookie file"
+        ) from err
     except (Xlib.error.DisplayError, Xlib.error.ConnectionClosedError, OSError) as err:
         raise DisplayUnavailableError(
             f"cannot reach the X display {display!r}: {err}. Is the X server running, and are "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import ModuleType
@@ -20,6 +21,7 @@ from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import (
     AuthenticationError,
     BadRequest,
+    IncompleteReply,
     MalformedResponse,
     ModelError,
     ProviderUnavailable,
@@ -28,6 +30,18 @@ from agent_s.models.errors import (
 )
 from agent_s.models.retry import parse_retry_after
 from agent_s.models.types import ImagePart, Message, TextPart
+
+MAX_TEXT_CHARS = 20_000  # of any reply or error text kept: the head and the tail
+
+
+def clip_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """``text`` if it is at most ``limit`` characters, else its head and tail with a marker
+    saying how much was left out (a 5 MB reply must not reach the trajectory or the model)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters left out ...]\n{text[-half:]}"
 
 
 def _api_message(body: object) -> str:
@@ -73,30 +87,54 @@ def status_error(
     )
 
 
+_OPEN_STRING = re.compile(r'"(?:[^"\\]|\\.)*\\?', re.DOTALL)
+
+
+def _cut_off(err: json.JSONDecodeError) -> bool:
+    """The JSON was valid as far as it went and then the body ended: at the very end, or in
+    a string that never closes (the decoder points at the string's opening quote)."""
+    doc, pos = err.doc, err.pos
+    if not doc.strip():
+        return False
+    if pos >= len(doc.rstrip()):
+        return True
+    return doc[pos] == '"' and _OPEN_STRING.fullmatch(doc, pos) is not None
+
+
 @contextmanager
-def translated_errors(sdk: ModuleType, settings: ProviderSettings) -> Iterator[None]:
-    """Turn the SDK's exceptions raised inside the block into ModelErrors."""
+def translated_errors(
+    sdk: ModuleType, settings: ProviderSettings, timeout_s: float | None = None
+) -> Iterator[None]:
+    """Turn the SDK's exceptions raised inside the block into ModelErrors; ``timeout_s``: the
+    attempt's timeout (default: the settings')."""
     endpoint = settings.endpoint
+    timeout = settings.timeout_s if timeout_s is None else timeout_s
     try:
         yield
     except sdk.APITimeoutError as err:
         raise Timeout(
-            f"no reply from {endpoint.label} within {settings.timeout_s:g}s",
-            timeout_s=settings.timeout_s,
+            f"no reply from {endpoint.label} within {timeout:g}s: check "
+            "that the server is up and serving the model, or allow it longer with "
+            "--model-timeout SECONDS ([model] timeout, AGENT_S_MODEL_TIMEOUT)",
+            timeout_s=timeout,
         ) from err
     except sdk.APIConnectionError as err:
         cause = type(err.__cause__).__name__ if err.__cause__ else "connection error"
-        raise ProviderUnavailable(
-            f"cannot reach {endpoint.label} at {endpoint.base_url} ({cause})"
-        ) from err
+        at = "" if endpoint.base_url in endpoint.label else f" at {endpoint.base_url}"
+        raise ProviderUnavailable(f"cannot reach {endpoint.label}{at} ({cause})") from err
     except sdk.APIResponseValidationError as err:
         raise MalformedResponse(
             f"{endpoint.label} sent a reply that does not fit the API's schema",
-            detail=str(err)[:500],
+            detail=clip_text(str(err), 500),
         ) from err
     except sdk.APIStatusError as err:
         raise status_error(err.status_code, dict(err.response.headers), err.body, settings) from err
     except json.JSONDecodeError as err:
+        if _cut_off(err):
+            raise IncompleteReply(
+                f"{endpoint.label} sent a reply cut off mid-JSON after {len(err.doc)} characters",
+                detail=str(err),
+            ) from err
         raise MalformedResponse(
             f"{endpoint.label} sent a reply that is not valid JSON", detail=str(err)
         ) from err

@@ -18,6 +18,7 @@ from agent_s.models._common import (
     assistant_text,
     b64,
     call_sdk,
+    clip_text,
     count,
     field,
     reply_dict,
@@ -29,6 +30,7 @@ from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, Refused
 from agent_s.models.openai_chat import output_limit
 from agent_s.models.profiles import ModelProfile
+from agent_s.models.retry import request_timeout
 from agent_s.models.types import ImagePart, ModelReply, ModelRequest, Usage
 
 _TRUNCATED = ("max_tokens", "model_context_window_exceeded")
@@ -96,8 +98,9 @@ class AnthropicProvider:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         kwargs = self.request_kwargs(request)
-        with translated_errors(anthropic, self.settings):
-            response = call_sdk(self._client.messages.create, kwargs)
+        timeout = request_timeout(self.settings, request)
+        with translated_errors(anthropic, self.settings, timeout):
+            response = call_sdk(self._client.messages.create, {**kwargs, "timeout": timeout})
         return self._parse(response, kwargs["max_tokens"])
 
     def _usage(self, data: dict[str, Any]) -> Usage:
@@ -123,7 +126,7 @@ class AnthropicProvider:
                 raise MalformedResponse(f"the reply's content[{i}] is not an object")
             if block.get("type") == "text":
                 texts.append(str(block.get("text") or ""))
-        text = "".join(texts)
+        text = clip_text("".join(texts))
         stop = str(data.get("stop_reason") or "")
         if stop == "refusal":
             raise Refused(

@@ -20,6 +20,9 @@ from urllib.parse import urlsplit
 from agent_s.models.errors import AuthenticationError, mask_secret
 from agent_s.models.profiles import ApiKind
 
+# a model call's timeout by default: this base, plus an allowance per image and per 100 KB of
+# request (``agent_s.models.retry.request_timeout``); a timeout the user sets is used as given
+DEFAULT_TIMEOUT_S = 60.0
 NO_KEY_PLACEHOLDER = "agent-s-no-key"  # what a keyless local server receives
 
 # the provider names users give (--provider, AGENT_S_PROVIDER, [model] provider) -> their API
@@ -88,7 +91,10 @@ class ProviderSettings:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     key_source: str = ""  # where the key came from, for messages: a variable or a flag name
-    timeout_s: float = 120.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    # True: ``timeout_s`` is a base that grows with the request (``request_timeout``); False:
+    # every attempt gets exactly ``timeout_s`` (a timeout the user set)
+    scale_timeout: bool = False
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -104,7 +110,8 @@ class ProviderSettings:
         return (
             f"ProviderSettings(api={self.api!r}, model={self.model!r}, "
             f"base_url={self.endpoint.base_url!r}, api_key={mask_secret(self.api_key)}, "
-            f"key_source={self.key_source!r}, timeout_s={self.timeout_s})"
+            f"key_source={self.key_source!r}, timeout_s={self.timeout_s}, "
+            f"scale_timeout={self.scale_timeout})"
         )
 
     def key_or_placeholder(self) -> str:
@@ -127,7 +134,7 @@ def settings_from_env(
     base_url: str | None = None,
     api_key: str | None = None,
     key_flag: str = "--api-key",
-    timeout_s: float = 120.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     environ: Mapping[str, str] | None = None,
 ) -> ProviderSettings:
     """The edge: an explicit key (from ``key_flag``) wins, else the endpoint's variable."""
@@ -140,6 +147,7 @@ def settings_from_env(
 
 __all__ = [
     "COMPATIBLE_KEY_ENV",
+    "DEFAULT_TIMEOUT_S",
     "DEFAULT_BASE_URLS",
     "NO_KEY_PLACEHOLDER",
     "PROVIDERS",

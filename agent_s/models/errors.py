@@ -1,7 +1,8 @@
 """Typed errors of model calls. Adapters translate every vendor exception into one of these.
 
 Who must act:
-- the run / retry layer: ``RateLimited``, ``ProviderUnavailable``, ``Timeout`` (``retryable``);
+- the run / retry layer: ``RateLimited``, ``ProviderUnavailable``, ``Timeout``,
+  ``IncompleteReply`` (``retryable``);
 - the caller: ``AuthenticationError``, ``BadRequest``, ``ProfileConfigError`` (fix the key, the
   request or the configuration; retrying cannot help);
 - the agent loop: ``Refused``, ``OutputTruncated``, ``MalformedResponse`` (the call completed but
@@ -112,6 +113,12 @@ class MalformedResponse(ModelError):
         self.detail = detail
 
 
+class IncompleteReply(MalformedResponse):
+    """The body stopped mid-JSON (a connection or proxy cut it): transient, so retried."""
+
+    retryable: ClassVar[bool] = True
+
+
 class ProfileConfigError(AgentSError, ValueError):
     """A model-profile override in configuration is invalid (unknown key, wrong type)."""
 
@@ -149,6 +156,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequest",
     "BudgetExceeded",
+    "IncompleteReply",
     "MalformedResponse",
     "ModelError",
     "OutputTruncated",

@@ -19,7 +19,7 @@ from agent_s.models.errors import ProfileConfigError
 from agent_s.models.openai_chat import OpenAIChatProvider
 from agent_s.models.openai_responses import OpenAIResponsesProvider
 from agent_s.models.profiles import ModelProfile, ProfileRegistry
-from agent_s.models.retry import OnRetry, RetryingProvider, RetryPolicy, Sleep
+from agent_s.models.retry import BeforeRetry, OnRetry, RetryingProvider, RetryPolicy, Sleep
 from agent_s.models.types import Provider
 from agent_s.models.usage import MeteredProvider, UsageMeter
 
@@ -47,6 +47,7 @@ def build_provider(
     meter: UsageMeter | None = None,
     sleep: Sleep = time.sleep,
     on_retry: OnRetry | None = None,
+    before_retry: BeforeRetry | None = None,
     http_client: Any = None,
 ) -> Provider:
     """A provider with its profile resolved, retries, and budget checks when ``meter`` is given.
@@ -62,7 +63,9 @@ def build_provider(
             "the configuration, or use a token budget"
         )
     adapter = build_adapter(settings, profile, http_client=http_client)
-    provider: Provider = RetryingProvider(adapter, retry, sleep=sleep, on_retry=on_retry)
+    provider: Provider = RetryingProvider(
+        adapter, retry, sleep=sleep, on_retry=on_retry, before_retry=before_retry, settings=settings
+    )
     if meter is not None:
         provider = MeteredProvider(provider, meter)
     return provider

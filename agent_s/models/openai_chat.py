@@ -16,6 +16,7 @@ import openai
 from agent_s.models._common import (
     assistant_text,
     call_sdk,
+    clip_text,
     count,
     data_url,
     field,
@@ -28,6 +29,7 @@ from agent_s.models._common import (
 from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, Refused
 from agent_s.models.profiles import ModelProfile
+from agent_s.models.retry import request_timeout
 from agent_s.models.types import (
     ImagePart,
     Message,
@@ -112,8 +114,11 @@ class OpenAIChatProvider:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         kwargs = self.request_kwargs(request)
-        with translated_errors(openai, self.settings):
-            response = call_sdk(self._client.chat.completions.create, kwargs)
+        timeout = request_timeout(self.settings, request)
+        with translated_errors(openai, self.settings, timeout):
+            response = call_sdk(
+                self._client.chat.completions.create, {**kwargs, "timeout": timeout}
+            )
         return self._parse(response, kwargs)
 
     def _usage(self, data: dict[str, Any]) -> Usage:
@@ -137,8 +142,9 @@ class OpenAIChatProvider:
         content = message.get("content")
         if isinstance(content, list):  # some compatible servers send content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        text = content if isinstance(content, str) else ""
+        text = clip_text(content) if isinstance(content, str) else ""
         refusal = message.get("refusal")
+        refusal = clip_text(refusal) if isinstance(refusal, str) else refusal
         label = self.settings.endpoint.label
         if isinstance(refusal, str) and refusal:
             raise Refused(

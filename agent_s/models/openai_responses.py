@@ -14,6 +14,7 @@ import openai
 from agent_s.models._common import (
     assistant_text,
     call_sdk,
+    clip_text,
     count,
     data_url,
     field,
@@ -25,6 +26,7 @@ from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, ProviderUnavailable, Refused
 from agent_s.models.openai_chat import openai_client, output_limit
 from agent_s.models.profiles import ModelProfile
+from agent_s.models.retry import request_timeout
 from agent_s.models.types import ImagePart, ModelReply, ModelRequest, Usage
 
 
@@ -83,8 +85,9 @@ class OpenAIResponsesProvider:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         kwargs = self.request_kwargs(request)
-        with translated_errors(openai, self.settings):
-            response = call_sdk(self._client.responses.create, kwargs)
+        timeout = request_timeout(self.settings, request)
+        with translated_errors(openai, self.settings, timeout):
+            response = call_sdk(self._client.responses.create, {**kwargs, "timeout": timeout})
         return self._parse(response, kwargs["max_output_tokens"])
 
     def _usage(self, data: dict[str, Any]) -> Usage:
@@ -114,10 +117,10 @@ class OpenAIResponsesProvider:
                     elif part.get("type") == "refusal":
                         refusals.append(str(part.get("refusal") or "refused"))
             # reasoning items and others carry nothing the agent acts on
-        text = "".join(texts)
+        text = clip_text("".join(texts))
         status = data.get("status") or "completed"
         if refusals:
-            refusal = " ".join(refusals)
+            refusal = clip_text(" ".join(refusals))
             raise Refused(
                 f"{label}: the model refused: {refusal[:200]}", refusal=refusal, usage=usage
             )

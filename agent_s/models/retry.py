@@ -1,10 +1,19 @@
-"""Retries: the one place that decides whether and when a failed model call is tried again.
+"""Retries and timeouts: the one place that decides how long one attempt at a model call may
+take, and whether and when a failed attempt is tried again.
+
+Each attempt's timeout is ``request_timeout``: the settings' ``timeout_s`` as given when the
+user set it; by default (``scale_timeout``) a base of ``DEFAULT_TIMEOUT_S`` (60 s) plus
+``PER_IMAGE_S`` (5 s) per image and ``PER_100KB_S`` (1 s) per 100 KB of request, at most
+``MAX_TIMEOUT_S`` (600 s): a request with two screenshots of 400 KB waits about 78 s.
 
 Only errors whose type says ``retryable`` (rate limit, 5xx / overloaded / no connection,
-timeout) are retried, at most ``max_attempts`` times in all, with exponential backoff and full
-jitter, or after the server's ``Retry-After`` when it sent one. A wait longer than
-``max_retry_after_s`` is not sat out: the error is raised at once, carrying ``retry_after``.
-The SDK clients are built with ``max_retries=0`` so no other layer retries.
+timeout, a reply body cut off mid-JSON) are retried, at most ``max_attempts`` times in all,
+with exponential backoff and full jitter, or after the server's ``Retry-After`` when it sent
+one. A wait longer than ``max_retry_after_s`` is not sat out: the error is raised at once,
+carrying ``retry_after``.
+The SDK clients are built with ``max_retries=0`` so no other layer retries. ``on_retry`` hears
+of each retry before its wait; ``before_retry`` is told how long the next attempt may take (its
+wait plus its timeout) and may raise to stop it from starting (a run's wall-time limit).
 """
 
 from __future__ import annotations
@@ -17,12 +26,35 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TypeVar
 
+from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import ModelError
-from agent_s.models.types import ModelReply, ModelRequest, Provider
+from agent_s.models.types import ImagePart, ModelReply, ModelRequest, Provider, TextPart
 
 T = TypeVar("T")
 Sleep = Callable[[float], None]
 OnRetry = Callable[[int, ModelError, float], None]  # (attempt that failed, its error, delay)
+# (attempt that failed, its error, seconds the next attempt may take); raises to stop it
+BeforeRetry = Callable[[int, ModelError, float], None]
+
+PER_IMAGE_S = 5.0
+PER_100KB_S = 1.0
+MAX_TIMEOUT_S = 600.0
+
+
+def request_timeout(settings: ProviderSettings, request: ModelRequest) -> float:
+    """How long one attempt at ``request`` may take (see the module docstring)."""
+    if not settings.scale_timeout:
+        return settings.timeout_s
+    images = size = 0
+    for message in request.messages:
+        for part in message.parts:
+            if isinstance(part, ImagePart):
+                images += 1
+                size += len(part.data) * 4 // 3  # base64 on the wire
+            elif isinstance(part, TextPart):
+                size += len(part.text)
+    allowance = images * PER_IMAGE_S + size / 100_000 * PER_100KB_S
+    return round(min(MAX_TIMEOUT_S, settings.timeout_s + allowance), 1)
 
 
 @dataclass(frozen=True)
@@ -87,6 +119,14 @@ def _delay_for(
     return float(retry_after)
 
 
+def retry_line(attempt: int, max_attempts: int, error: ModelError, delay: float) -> str:
+    """The progress line for a retry: "waiting for the model: attempt 2/4 after a timeout of
+    60 s" (the attempt about to start, after what ended the one before)."""
+    timeout_s = getattr(error, "timeout_s", None)
+    why = f"a timeout of {timeout_s:g} s" if timeout_s is not None else str(error)[:200]
+    return f"waiting for the model: attempt {attempt + 1}/{max_attempts} after {why}"
+
+
 def call_with_retries(
     fn: Callable[[], T],
     policy: RetryPolicy,
@@ -94,6 +134,8 @@ def call_with_retries(
     sleep: Sleep = time.sleep,
     rng: Callable[[], float] = random.random,
     on_retry: OnRetry | None = None,
+    before_retry: BeforeRetry | None = None,
+    attempt_timeout: float = 0.0,
 ) -> tuple[T, int]:
     """Run ``fn`` until it returns, a non-retryable error, or the attempts run out.
 
@@ -109,6 +151,8 @@ def call_with_retries(
             delay = _delay_for(err, attempt, policy, rng)
             if delay is None:
                 raise
+            if before_retry is not None:
+                before_retry(attempt, err, delay + attempt_timeout)  # may raise: not started
             if on_retry is not None:
                 on_retry(attempt, err, delay)
             sleep(delay)
@@ -126,12 +170,17 @@ class RetryingProvider:
         sleep: Sleep = time.sleep,
         rng: Callable[[], float] = random.random,
         on_retry: OnRetry | None = None,
+        before_retry: BeforeRetry | None = None,
+        settings: ProviderSettings | None = None,
     ) -> None:
+        """``settings``: the inner provider's, for each attempt's timeout (``before_retry``)."""
         self.inner = inner
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
         self._rng = rng
         self._on_retry = on_retry
+        self._before_retry = before_retry
+        self._settings = settings
 
     @property
     def model(self) -> str:
@@ -144,6 +193,8 @@ class RetryingProvider:
             sleep=self._sleep,
             rng=self._rng,
             on_retry=self._on_retry,
+            before_retry=self._before_retry,
+            attempt_timeout=request_timeout(self._settings, request) if self._settings else 0.0,
         )
         return replace(reply, attempts=attempts)
 
@@ -151,4 +202,13 @@ class RetryingProvider:
         return f"RetryingProvider({self.inner!r}, {self.policy})"
 
 
-__all__ = ["RetryPolicy", "RetryingProvider", "call_with_retries", "parse_retry_after"]
+__all__ = [
+    "BeforeRetry",
+    "OnRetry",
+    "RetryPolicy",
+    "RetryingProvider",
+    "call_with_retries",
+    "parse_retry_after",
+    "request_timeout",
+    "retry_line",
+]

@@ -2,7 +2,8 @@
 
 A step is one scripted answer to one request: a reply (text, with usage), a
 truncated reply, a refusal, or a fault (429 with Retry-After, 5xx, 529 overloaded, 401, 400,
-malformed JSON, a reply slower than the client's timeout, any raw JSON body). Build steps with
+JSON cut off mid-body, a large body that is no JSON at all, a reply slower than the client's
+timeout or none at all, any raw JSON body). Build steps with
 the functions below, or from JSON (``Step.from_json``) for the command line:
 
     ["plain text reply",
@@ -33,6 +34,7 @@ StepKind = Literal[
     "unauthorized",
     "bad_request",
     "malformed",
+    "garbage",
     "slow",
     "raw",
 ]
@@ -54,6 +56,7 @@ class Step:
     then: Step | None = None  # slow: the answer sent after the wait
     message: str = ""  # error message in fault bodies
     body: Any = None  # raw: this JSON value is the whole body (any shape, right or wrong)
+    size: int = 0  # garbage: the body's length in bytes
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(StepKind):
@@ -136,6 +139,16 @@ def bad_request(message: str = "Invalid request.", *, status: int = 400) -> Step
 
 def malformed() -> Step:
     return Step("malformed")
+
+
+def garbage(size: int = 5_000_000) -> Step:
+    """A 200 whose body of ``size`` bytes is not JSON at all (an HTML page, a proxy's noise)."""
+    return Step("garbage", size=size)
+
+
+def hang(count: int = 1) -> list[Step]:
+    """``count`` requests accepted and never answered (until the server closes)."""
+    return [Step("slow", delay_s=3600.0, then=reply("never sent")) for _ in range(count)]
 
 
 def raw(body: Any, *, status: int = 200) -> Step:
@@ -266,6 +279,9 @@ def render(step: Step, wire: Wire, model: str, n: int) -> tuple[int, dict[str, s
     }
     if step.kind == "malformed":
         return 200, headers, MALFORMED_BODY
+    if step.kind == "garbage":
+        page = b"<html><body>" + b"x" * max(0, step.size - 26) + b"</body></html>"
+        return 200, headers, page  # still labelled JSON, as a misconfigured proxy would
     if step.kind == "raw":
         return step.status or 200, headers, json.dumps(step.body).encode()
     if step.kind in _ERRORS:
@@ -287,6 +303,8 @@ __all__ = [
     "Wire",
     "bad_request",
     "error_body",
+    "garbage",
+    "hang",
     "malformed",
     "overloaded",
     "rate_limited",

@@ -271,6 +271,8 @@ class ScriptedModelServer:
     def _handle(self, handler: _Handler) -> None:
         request = self._record(handler)
         where = f"request #{request.index} ({request.method} {request.path})"
+        if len(request.raw) < int(handler.headers.get("content-length") or 0):
+            return  # the client went away in the middle of sending (killed): nobody to answer
         if request.method != "POST" or request.wire is None:
             self._fail(handler, request.wire, 404, f"{where}: no such endpoint")
             return
