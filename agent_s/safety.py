@@ -452,33 +452,19 @@ class SafetyGate:
         data, path = image() if image is not None else (None, None)
         request = ApprovalRequest(subject, risks, mode, step, substep, data, path)
         saved = str(path.name) if path is not None else None
+        answer: object = None
         try:
             answer = self.approver(request)
         except Exception as err:  # an approver that breaks refuses; Ctrl-C still stops the run
-            why = f"asking for approval failed ({type(err).__name__}: {err})"
-            return GateDecision(
-                False,
-                "ask",
-                "approver failed",
-                mode,
-                risks,
-                self.name,
-                _refusal(subject, why),
-                saved,
-            )
+            problem = f"asking for approval failed ({type(err).__name__}: {err})"
+        else:
+            problem = f"the approver answered {answer!r}, not an Approval or a bool"
         if isinstance(answer, bool):
             answer = Approval(answer)
-        if not isinstance(answer, Approval):
-            why = f"the approver answered {answer!r}, not an Approval or a bool"
+        if not isinstance(answer, Approval):  # the approver failed: refused, and why
+            message = _refusal(subject, problem)
             return GateDecision(
-                False,
-                "ask",
-                "approver failed",
-                mode,
-                risks,
-                self.name,
-                _refusal(subject, why),
-                saved,
+                False, "ask", "approver failed", mode, risks, self.name, message, saved
             )
         who = answer.by or self.name or "approver"
         if not answer.granted:
