@@ -163,7 +163,8 @@ class Agent:
             f"{type(error).__name__} on attempt {attempt}: {error}; retried after {delay:.1f} s"
         )
         if self._retry_line is not None:
-            self._retry_line(retry_line(attempt, self.settings.retry_attempts, error, delay))
+            line = retry_line(attempt, self.settings.retry_attempts, error, delay)
+            self._retry_line(self._redactor.text(line))  # the server's words may quote a key
 
     def _before_retry(self, attempt: int, error: ModelError, seconds: float) -> None:
         """A retry that cannot finish within the run's wall-time limit is not started."""

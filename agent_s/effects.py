@@ -129,27 +129,6 @@ class Effect:
             return bool(self.text)
         return self.kind == "key" and bool(self.keys - _FOLDED_MODIFIERS)
 
-    def describe(self) -> str:
-        """A few words for an approver: "presses ctrl+s in Mousepad"."""
-        where = _window_name(self.window) if self.known else "an unidentified window"
-        match self.kind:
-            case "key":
-                return f"presses {'+'.join(sorted(self.keys))} in {where}"
-            case "text":
-                return f"types {len(self.text)} characters into {where}"
-            case "click" | "scroll":
-                return f"{self.kind}s ({self.button or 'wheel'}) on {where}"
-            case "drag":
-                return f"drags from {where} to {_window_name(self.drop)}"
-            case "launch" | "focus":
-                return f"{self.kind}es {self.target!r}"
-            case _:
-                return self.kind
-
-
-def _window_name(window: WindowInfo | None) -> str:
-    return f"{window.app} ({window.title})" if window is not None else "no window"
-
 
 def window_at(point: ops.Point, windows: Sequence[WindowInfo]) -> WindowInfo | None:
     """The front-most window containing ``point`` (``windows`` front-most first)."""

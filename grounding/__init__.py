@@ -30,7 +30,7 @@ from agent_s.grounding.locate import (
     build_grounder,
 )
 from agent_s.grounding.model import ModelGrounder, convention_for_model
-from agent_s.grounding.native import NativeGrounder, native_call_result, native_result
+from agent_s.grounding.native import NativeGrounder, native_result
 from agent_s.grounding.ocr import OcrGrounder, OcrReader, TesseractEngine, TesseractOptions
 from agent_s.grounding.transform import Convention, CoordinateChain, Frame, smart_resize
 from agent_s.grounding.types import (
@@ -82,7 +82,6 @@ __all__ = [
     "TextSpan",
     "build_grounder",
     "convention_for_model",
-    "native_call_result",
     "native_result",
     "smart_resize",
 ]

@@ -13,44 +13,13 @@ coordinate text, for ``agent-s ground --ground native`` and for replaying a traj
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from agent_s.desktop.ops import Point
 from agent_s.grounding.model import location_to_screen
 from agent_s.grounding.replies import ReplySaysNotFound
 from agent_s.grounding.transform import Convention, CoordinateChain
-from agent_s.grounding.types import GroundingReplyError, GroundingResult, NotFound, Observation
+from agent_s.grounding.types import GroundingResult, NotFound, Observation
 from agent_s.images import EncodedImage, ImageSpec
-
-
-def tool_call_point(arguments: Mapping[str, Any]) -> tuple[float, float]:
-    """(x, y) from a computer-use call's arguments (Claude ``coordinate`` or OpenAI ``x``/``y``).
-
-    Raises ``GroundingReplyError`` when there is no point or it is not two numbers.
-    """
-    if "coordinate" in arguments:
-        raw = arguments["coordinate"]
-        values = list(raw) if isinstance(raw, (list, tuple)) else None
-    elif "x" in arguments and "y" in arguments:
-        values = [arguments["x"], arguments["y"]]
-    else:
-        raise GroundingReplyError(
-            f"the call has no coordinate: {dict(arguments)}",
-            reply=str(dict(arguments))[:300],
-            reason="unparseable",
-        )
-    if (
-        values is None
-        or len(values) != 2
-        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    ):
-        raise GroundingReplyError(
-            f"the call's coordinate is not two numbers: {values!r}",
-            reply=str(dict(arguments))[:300],
-            reason="unparseable",
-        )
-    return float(values[0]), float(values[1])
 
 
 def native_result(
@@ -84,24 +53,6 @@ def native_result(
         box=box,
         details=facts,
         seconds=time.perf_counter() - start,
-    )
-
-
-def native_call_result(
-    description: str,
-    arguments: Mapping[str, Any],
-    *,
-    sent: EncodedImage,
-    observation: Observation,
-) -> GroundingResult:
-    """The screen point for a computer-use call's arguments over the image ``sent``."""
-    x, y = tool_call_point(arguments)
-    return native_result(
-        description,
-        f"({x:g}, {y:g})",
-        sent=sent,
-        observation=observation,
-        source="the computer-use call",
     )
 
 

@@ -19,7 +19,7 @@ from agent_s.grounding import (
     NotFound,
     Observation,
     OcrGrounder,
-    native_call_result,
+    native_result,
 )
 from agent_s.grounding.transform import smart_resize
 from agent_s.grounding.types import Box
@@ -186,12 +186,7 @@ def test_an_offered_image_is_sent_only_when_it_has_the_very_pixels(
 def test_native_coordinates_use_the_image_the_model_saw(observation: Observation) -> None:
     # Claude saw the 1920x1080 screenshot at 1280x720 and clicked the button's centre there.
     sent = EncodedImage(b"", "image/png", 1280, 720, 1920, 1080)
-    result = native_call_result(
-        "the red button",
-        {"action": "left_click", "coordinate": [966, 480]},
-        sent=sent,
-        observation=observation,
-    )
+    result = native_result("the red button", "(966, 480)", sent=sent, observation=observation)
     assert TARGET_ON_SCREEN.contains(result.point)
     assert result.grounder == "native"
     grounder = NativeGrounder(ImageSpec(max_long_side=1280))

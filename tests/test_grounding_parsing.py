@@ -8,7 +8,6 @@ import pytest
 from agent_s.desktop.base import WindowInfo
 from agent_s.grounding.matching import Match, choose, text_similarity
 from agent_s.grounding.model import convention_for_model
-from agent_s.grounding.native import tool_call_point
 from agent_s.grounding.query import normalize, parse_query, tokens
 from agent_s.grounding.replies import ReplySaysNotFound, parse_location, parse_span_choice
 from agent_s.grounding.types import Box, GroundingReplyError
@@ -85,14 +84,6 @@ def test_span_choices_are_checked_never_defaulted() -> None:
     ):
         with pytest.raises(GroundingReplyError):
             parse_span_choice(bad, 6)
-
-
-def test_computer_use_calls_give_their_point() -> None:
-    assert tool_call_point({"action": "left_click", "coordinate": [640, 400]}) == (640, 400)
-    assert tool_call_point({"type": "click", "x": 10, "y": 20, "button": "left"}) == (10, 20)
-    for bad in ({"action": "screenshot"}, {"coordinate": [1]}, {"x": "1", "y": 2}):
-        with pytest.raises(GroundingReplyError):
-            tool_call_point(bad)
 
 
 @pytest.mark.parametrize(

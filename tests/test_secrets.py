@@ -27,7 +27,7 @@ from agent_s.desktop import RecordingBackend
 from agent_s.grounding import AccessibilityTree
 from agent_s.redact import PLACEHOLDER, Redactor
 from agent_s.settings import load_settings
-from agent_s.testing.scripted_replies import reply
+from agent_s.testing.scripted_replies import reply, server_error
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 from agent_s.trajectory import find_secrets
 
@@ -232,6 +232,27 @@ def test_ocr_text_of_a_secret_on_the_screen_is_redacted_in_the_feedback(tmp_path
     assert sent(server, [WORD]) == []
     assert result.trajectory_dir is not None
     assert find_secrets(result.trajectory_dir, [WORD]) == []  # the screenshot is pixels
+
+
+def test_a_retry_line_quoting_a_secret_is_redacted(tmp_path: Path) -> None:
+    """The live progress line for a retry shows the server's words; a secret in them is not."""
+    script = [server_error(500, f"upstream rejected {WORD}"), reply(act("agent.done()"))]
+    lines: list[str] = []
+    with ScriptedModelServer(script) as server:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        settings = AgentConfig(settle_seconds=0, record_dir=tmp_path, secrets=(WORD,))
+        agent = Agent(
+            model,
+            settings=settings,
+            backend=RecordingBackend([Image.new("RGB", (640, 480))] * 2),
+            on_retry=lines.append,
+        )
+        result = agent.run("Say done")
+    assert result.succeeded, result.reason
+    (line,) = lines
+    assert "waiting for the model: attempt 2/" in line
+    assert PLACEHOLDER in line
+    assert WORD not in line
 
 
 @pytest.mark.desktop
