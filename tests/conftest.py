@@ -74,12 +74,23 @@ def _quiet_libreoffice(home: Path) -> None:
     (profile / "registrymodifications.xcu").write_text(_LIBREOFFICE_SETTINGS)
 
 
+def _text_files_open_in_mousepad(home: Path) -> None:
+    """xdg-open's choice for text files, whatever else is installed (LibreOffice Writer, which
+    ``scripts/setup.sh --bench-apps`` adds, also claims them)."""
+    config = home / ".config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "mimeapps.list").write_text(
+        "[Default Applications]\ntext/plain=org.xfce.mousepad.desktop\n", encoding="utf-8"
+    )
+
+
 @pytest.fixture(scope="session")
 def desktop() -> Iterator[VirtualDesktop]:
     if shutil.which("Xvfb") is None:
         pytest.skip(NO_XVFB)
     with VirtualDesktop(1280, 800, home="temp") as desk:
         _quiet_libreoffice(desk.home)
+        _text_files_open_in_mousepad(desk.home)
         with desk.exported():
             yield desk
 
