@@ -87,9 +87,14 @@ class ModelConfig(ProviderSettings):
         api_key: str | None = None,
         key_source: str = "",
         timeout_s: float | None = None,
+        *,
+        temperature: float | None = None,
+        azure_api_version: str | None = None,
     ) -> None:
         """``timeout_s``: each attempt's, as given; None: a default that grows with the request
-        (``agent_s.models.retry.request_timeout``)."""
+        (``agent_s.models.retry.request_timeout``). ``temperature``: fixed for every request
+        (None: the model's default). ``azure_api_version``: ``base_url`` is an Azure OpenAI
+        resource and ``model`` a deployment there (``provider`` is ``openai``)."""
         if provider not in PROVIDERS:
             raise ConfigError(
                 f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}",
@@ -99,12 +104,33 @@ class ModelConfig(ProviderSettings):
             raise ConfigError("a model name is required (--model)", setting="--model")
         timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
         api = PROVIDERS[provider]
-        super().__init__(api, model, base_url, api_key, key_source, timeout, timeout_s is None)
+        if temperature is not None and not 0 <= temperature <= 2:
+            raise ConfigError(
+                f"temperature must be between 0 and 2, not {temperature}", setting="temperature"
+            )
+        if azure_api_version is not None and (provider != "openai" or not base_url):
+            raise ConfigError(
+                "an Azure OpenAI deployment is reached with provider openai and the resource's "
+                "endpoint (https://NAME.openai.azure.com) as base_url",
+                setting="azure_endpoint",
+            )
+        super().__init__(
+            api,
+            model,
+            base_url,
+            api_key,
+            key_source,
+            timeout,
+            timeout_s is None,
+            temperature,
+            azure_api_version,
+        )
 
     def __repr__(self) -> str:
         return (
             f"ModelConfig(provider={self.provider!r}, model={self.model!r}, "
-            f"base_url={self.base_url!r}, api_key={mask_secret(self.api_key)})"
+            f"base_url={self.base_url!r}, api_key={mask_secret(self.api_key)}, "
+            f"temperature={self.temperature}, azure_api_version={self.azure_api_version!r})"
         )
 
     @property

@@ -28,6 +28,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agent_s.cli import options, output
+from agent_s.cli.bench_cache import cache as cache_command
 from agent_s.cli.helptext import Command, Group
 
 if TYPE_CHECKING:
@@ -64,18 +65,28 @@ def check(
     suite: _Suite,
     index: Annotated[str | None, typer.Option(help="Index file inside the folder.")] = None,
     file_cache: _FileCache = None,
+    assume: Annotated[
+        str | None,
+        typer.Option(
+            help="Count these needs as met, comma-separated: cache, internet, sudo, apps, "
+            "vscode, google, gnome, or all (e.g. cache,internet: what would run with a full "
+            "file cache and the internet)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Which tasks this machine can run, per domain; and for each other task, exactly why not."""
-    from agent_s.bench.check import CATEGORIES, check_tasks
+    """What each task needs and which of it this machine has: counts per need and per domain,
+    and for each task that cannot run, every reason why."""
+    from agent_s.bench.check import CATEGORIES, check_tasks, parse_assume
     from agent_s.bench.tasks import TaskFormatError, load_suite
 
     out, err = output.console(), output.console(stderr=True)
     try:
+        assumed = parse_assume(assume)
         loaded = load_suite(suite, index=index)
         good, bad = loaded.load()
-        report = check_tasks(good, file_cache=file_cache)
-    except (OSError, TaskFormatError) as error:
+        report = check_tasks(good, file_cache=file_cache, assume=assumed)
+    except (OSError, TaskFormatError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
     if as_json:
@@ -84,7 +95,8 @@ def check(
         )
         raise typer.Exit(1 if bad else 0)
     _print_bad(err, bad)
-    title = f"{loaded.name}: {report.runnable} of {len(report.tasks)} tasks can run here"
+    where = "here" + (f" (assuming {', '.join(sorted(assumed))})" if assumed else "")
+    title = f"{loaded.name}: {report.runnable} of {len(report.tasks)} tasks can run {where}"
     table = Table(title=title, box=box.SIMPLE, padding=(0, 1))
     for name in ("domain", "tasks", "runnable", *CATEGORIES):
         table.add_column(name, justify="left" if name == "domain" else "right", no_wrap=True)
@@ -101,10 +113,26 @@ def check(
         "[dim]columns after 'runnable': tasks blocked by each reason (a task can have several)[/]",
         soft_wrap=True,
     )
-    for task, reasons in report.tasks:
-        if reasons:
-            text = "; ".join(str(r) for r in reasons)
-            out.print(f"{task.domain}/{task.id}: {escape(text)}", highlight=False, soft_wrap=True)
+    needs = Table(title="needs", box=box.SIMPLE, padding=(0, 1))
+    for name in ("need", "tasks", "blocked", "what"):
+        needs.add_column(name, justify="right" if name in ("tasks", "blocked") else "left")
+    for category, row in report.needs().items():
+        needs.add_row(category, str(row["tasks"]), str(row["blocked"]), CATEGORIES[category])
+    _print_table(out, needs)
+    apps = report.details("app")
+    if apps:
+        text = ", ".join(
+            f"{name} {row['tasks']}" + ("" if row["met"] else " (missing)")
+            for name, row in apps.items()
+        )
+        out.print(f"apps (tasks): {escape(text)}", highlight=False, soft_wrap=True)
+    out.print(
+        f"blocked only by internet, VS Code or a Google account: {report.only_outside}",
+        highlight=False,
+    )
+    for task, reasons in report.blocked():
+        text = "; ".join(str(r) for r in reasons)
+        out.print(f"{task.domain}/{task.id}: {escape(text)}", highlight=False, soft_wrap=True)
     raise typer.Exit(1 if bad else 0)
 
 
@@ -150,6 +178,13 @@ def run(
     eval_timeout: Annotated[
         float, typer.Option(min=1, help="Seconds to score one task; longer: an error.")
     ] = 300.0,
+    references: Annotated[
+        Path | None,
+        typer.Option(
+            help="Reference solutions by task id (JSON) for --policy reference; default: the "
+            "file shipped for OSWorld. A task file's own 'reference' is used when it has none."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
     safety: Annotated[
         str | None,
@@ -174,7 +209,7 @@ def run(
     from agent_s.bench.policies import POLICIES
     from agent_s.bench.report import outcome, summarize
     from agent_s.bench.runner import RunCancelled, RunOptions, run_suite
-    from agent_s.bench.tasks import TaskFormatError, load_suite
+    from agent_s.bench.tasks import TaskFormatError, load_references, load_suite
     from agent_s.cli.options import api_key as given_key
     from agent_s.code_runner import sandbox_problem
     from agent_s.config import ConfigError
@@ -222,6 +257,7 @@ def run(
             backend=cast("Backend", backend),  # RunOptions refuses any other name
             address=address,
             eval_timeout=eval_timeout,
+            references=load_references(references),
         )
     except (OSError, TaskFormatError, ConfigError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
@@ -462,3 +498,6 @@ def report(
         out.print(f"[bold]run: {escape(name)}[/]", highlight=False)
         _print_summary(out, summary)
     raise typer.Exit(code)
+
+
+bench_app.command(name="cache", cls=Command)(cache_command)  # agent_s.cli.bench_cache

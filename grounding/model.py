@@ -68,8 +68,11 @@ def location_to_screen(
     *,
     chain: CoordinateChain,
     convention: Convention,
+    frame_size: tuple[int, int] | None = None,
 ) -> tuple[Box | None, tuple[int, int], dict[str, object]]:
     """Parse ``reply`` and map it through ``chain``: (screen box or None, screen point, facts).
+    ``frame_size``: a fixed frame (width, height) over the sent image instead of the
+    convention's (0-1 fractions are still read as such).
 
     Raises ``GroundingReplyError`` (unparseable, several locations, out of bounds) and
     ``ReplySaysNotFound``.
@@ -77,6 +80,10 @@ def location_to_screen(
     location = parse_location(reply)
     used = "unit" if location.unit else convention
     frame = chain.frame(used)
+    if frame_size is not None and not location.unit:
+        used = "pixels"
+        width, height = frame_size
+        frame = Frame("pixels", float(width), float(height), frame.sent_width, frame.sent_height)
     try:
         if location.kind == "box":
             x1, y1, x2, y2 = location.values
@@ -106,7 +113,9 @@ class ModelGrounder:
     """Asks a grounding model where an element is. One request per ``ground`` call.
 
     ``convention`` defaults to the model family's (``convention_for_model(provider.model)``);
-    ``image_spec`` to ``default_image_spec(convention)``.
+    ``image_spec`` to ``default_image_spec(convention)``. ``frame_size``: the model answers in
+    a fixed ``width`` x ``height`` frame over the image sent, whatever its family (Agent S3's
+    ``grounding_width`` / ``grounding_height``); None: the convention's frame.
     """
 
     name = "model"
@@ -118,7 +127,11 @@ class ModelGrounder:
         convention: Convention | None = None,
         image_spec: ImageSpec | None = None,
         max_output_tokens: int = 256,
+        frame_size: tuple[int, int] | None = None,
     ) -> None:
+        if frame_size is not None and min(frame_size) < 1:
+            raise ValueError(f"a grounding frame must be at least 1x1, not {frame_size}")
+        self.frame_size = frame_size
         self.provider = provider
         self.convention: Convention = convention or convention_for_model(provider.model)
         self.image_spec = image_spec or default_image_spec(self.convention)
@@ -151,6 +164,9 @@ class ModelGrounder:
     def prompt(self, expression: str, sent: EncodedImage) -> str:
         """The question: in the frame the model answers in (a 0-1000 grid, or pixels of the
         image as the model sees it, which for Qwen-style models is the smart-resized one)."""
+        if self.frame_size is not None:
+            width, height = self.frame_size
+            return grounding_query_prompt(expression, width=width, height=height, frame="pixels")
         if self.convention == "grid1000":
             return grounding_query_prompt(expression, width=0, height=0, frame="grid1000")
         width, height = sent.width, sent.height
@@ -172,7 +188,7 @@ class ModelGrounder:
         reply = self.provider.complete(request)
         try:
             box, (x, y), facts = location_to_screen(
-                reply.text, chain=chain, convention=self.convention
+                reply.text, chain=chain, convention=self.convention, frame_size=self.frame_size
             )
         except ReplySaysNotFound as err:
             raise NotFound(

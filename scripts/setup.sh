@@ -3,16 +3,113 @@
 # with, a virtual environment at .venv (from the system Python, so the distribution's PyGObject
 # for accessibility and tkinter are visible in it), and the package with its test extras.
 #
-#   bash scripts/setup.sh          # non-editable install (what CI and users get)
-#   bash scripts/setup.sh --dev    # editable install, for working on agent-s itself
+#   bash scripts/setup.sh               # non-editable install (what CI and users get)
+#   bash scripts/setup.sh --dev         # editable install, for working on agent-s itself
+#   bash scripts/setup.sh --bench-apps  # only the applications OSWorld's tasks drive (below)
+#
+# Every run is idempotent: what is installed already is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 editable=""
-[ "${1:-}" = "--dev" ] && editable="-e"
+bench_apps=""
+for arg in "$@"; do
+  case "$arg" in
+    "--dev") editable="-e" ;;
+    "--bench-apps") bench_apps=1 ;;
+    "-h" | "--help") sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (use --dev, --bench-apps or --help)" >&2; exit 2 ;;
+  esac
+done
 
 sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "setup.sh: installing system packages needs root: run it as root or install sudo" >&2
+    exit 1
+  fi
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+# The applications OSWorld's tasks drive that Debian ships, as "what|package|program": the
+# program is what the tasks start or their checks run (`agent-s bench check` looks for it on
+# PATH). Tools that task setups install with `sudo apt` come too, so that with no package archive
+# at run time the task still finds them.
+BENCH_APPS=(
+  "GIMP|gimp|gimp"
+  "VLC|vlc|vlc"
+  "Thunderbird|thunderbird|thunderbird"
+  "LibreOffice Writer|libreoffice-writer|soffice"
+  "LibreOffice Calc|libreoffice-calc|soffice"
+  "LibreOffice Impress|libreoffice-impress|soffice"
+  "LibreOffice GTK3 integration|libreoffice-gtk3|soffice"
+  "Chromium (for google-chrome)|chromium|chromium"
+  "Files (nautilus)|nautilus|nautilus"
+  "terminal: xterm (for gnome-terminal)|xterm|xterm"
+  "sound server: PulseAudio|pulseaudio|pulseaudio"
+  "sound control: pactl|pulseaudio-utils|pactl"
+  "window tool: wmctrl|wmctrl|wmctrl"
+  "setup tool: unzip|unzip|unzip"
+  "setup tool: jq|jq|jq"
+  "setup tool: sysstat|sysstat|sar"
+  "setup tool: xsel|xsel|xsel"
+  "setup tool: expect|expect|expect"
+)
+
+installed_version() {
+  dpkg-query -W -f='${Status} ${Version}' "$1" 2>/dev/null |
+    awk '$1 == "install" && $3 == "installed" {print $4}'
+}
+
+install_bench_apps() {
+  local entry what package program missing=() available=() candidate
+  for entry in "${BENCH_APPS[@]}"; do
+    IFS='|' read -r what package program <<<"$entry"
+    [ -n "$(installed_version "$package")" ] || missing+=("$package")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    $sudo apt-get update -qq
+    for package in "${missing[@]}"; do
+      candidate=$(apt-cache policy "$package" 2>/dev/null | awk '/Candidate:/ {print $2}')
+      if [ -n "$candidate" ] && [ "$candidate" != "(none)" ]; then
+        available+=("$package")
+      fi
+    done
+    if [ "${#available[@]}" -gt 0 ]; then
+      echo "installing ${available[*]} (this may take a while)"
+      $sudo apt-get install -y -qq --no-install-recommends "${available[@]}" >/dev/null
+    fi
+  fi
+  echo
+  echo "Applications for OSWorld tasks:"
+  local status failed=0
+  for entry in "${BENCH_APPS[@]}"; do
+    IFS='|' read -r what package program <<<"$entry"
+    version=$(installed_version "$package")
+    if [ -z "$version" ]; then
+      status="MISSING      (apt has no package $package here)"
+      failed=1
+    elif [[ " ${missing[*]} " == *" $package "* ]]; then
+      status="installed    ($package $version)"
+    else
+      status="was present  ($package $version)"
+    fi
+    if [ -n "$version" ] && ! command -v "$program" >/dev/null; then
+      status="$status, but $program is not on PATH"
+      failed=1
+    fi
+    printf '  %-38s %s\n' "$what" "$status"
+  done
+  echo "Not from Debian: VS Code (\`code\`, Microsoft's apt repository) and Google Chrome"
+  echo "(Chromium stands in). \`agent-s bench check DIR\` shows what each task still needs."
+  return "$failed"
+}
+
+if [ -n "$bench_apps" ]; then
+  install_bench_apps
+  exit
+fi
 
 packages=(
   # the virtual desktop: X server, auth cookies, window manager, session bus + accessibility
@@ -25,11 +122,11 @@ packages=(
   tesseract-ocr tesseract-ocr-eng
   # the Python the venv is made from, with PyGObject (AT-SPI) and tkinter from the distribution
   python3 python3-venv python3-pip python3-gi gir1.2-atspi-2.0 python3-tk
-  # applications the tests and the built-in task suite drive
-  xterm mousepad galculator gtk-3-examples libreoffice-calc libreoffice-gtk3 chromium
+  # applications the tests and the built-in task suite drive (rxvt-unicode and lxterminal:
+  # terminals that rendered typing code is tested in, beside xterm)
+  xterm rxvt-unicode lxterminal mousepad galculator gtk-3-examples libreoffice-calc libreoffice-gtk3 chromium
   fonts-dejavu-core
 )
-export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 

@@ -2,7 +2,9 @@
 by a small interpreter that accepts only the calls the templates may make, with literal
 arguments. It records what the code would do, so each test checks that text, keys and names
 reach pyautogui / xdotool / the clipboard exactly as given, and that nothing else can happen.
-Only a plan of ``Sleep`` is actually run (in a subprocess without a display).
+The typing helper (``TYPE_HELPER``, fixed code) must appear verbatim; a call to it counts as
+typing its literal argument (tests/test_render_typing.py runs it on the virtual desktop). Only a
+plan of ``Sleep`` is actually run here (in a subprocess without a display).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_s.actions import ClickAction, SetCellValuesAction, TypeAction, parse_action, render
-from agent_s.actions.render import ere_escape, text_runs
+from agent_s.actions.render import TYPE_HELPER, ere_escape, text_runs
 from agent_s.desktop import ops
 
 P, Q = ops.Point(10, 20), ops.Point(300, 400)
@@ -34,7 +36,9 @@ ALLOWED_CALLS = {
     "os.path.expanduser",
     "os.path.exists",
     "pyperclip.copy",
+    "_agent_s_type",
 }
+HELPER = ast.parse(TYPE_HELPER).body[0]
 ADVERSARIAL = [
     "'); import os; os.remove('x",
     '"""',
@@ -130,13 +134,16 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
             elif argv[0] == "xclip":
                 trace.clipboard = kwargs["input"]
             return 0  # its returncode
-        if name == "pyperclip.copy":
+        if name == "_agent_s_type":
+            assert "_agent_s_type" in variables, "the helper is called before it is defined"
+            trace.typed += args[0]
+        elif name == "pyperclip.copy":
             trace.clipboard = args[0]
         elif name == "pyautogui.write":
             trace.typed += args[0]
         elif name == "pyautogui.press" and args[0] in ("enter", "tab"):
             trace.typed += {"enter": "\n", "tab": "\t"}[args[0]] * kwargs.get("presses", 1)
-        elif name == "pyautogui.hotkey" and args == ("ctrl", "v"):
+        elif name == "pyautogui.hotkey" and args in (("ctrl", "v"), ("command", "v")):
             assert trace.clipboard is not None
             trace.typed += trace.clipboard
         elif name in ("pyautogui.press", "pyautogui.hotkey"):
@@ -166,6 +173,9 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
                 variables[target.id] = value(statement.value)
             elif isinstance(statement, ast.Pass):
                 continue
+            elif isinstance(statement, ast.FunctionDef):
+                assert ast.dump(statement) == ast.dump(HELPER), "only the fixed typing helper"
+                variables[statement.name] = statement
             elif isinstance(statement, ast.Break):
                 raise _Break
             elif isinstance(statement, ast.For):
@@ -185,9 +195,12 @@ def interpret(code: str, have: frozenset[str] = frozenset({"xdotool", "xclip"}))
 
 
 def string_constants(code: str) -> set[str]:
+    """String literals of ``code`` outside the fixed typing helper."""
     return {
         node.value
-        for node in ast.walk(ast.parse(code))
+        for statement in ast.parse(code).body
+        if not isinstance(statement, ast.FunctionDef)
+        for node in ast.walk(statement)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }
 
@@ -252,37 +265,39 @@ def test_pyautogui_write_only_gets_characters_it_types_correctly() -> None:
     for name, args, _ in interpret(code).calls:
         if name == "pyautogui.write":
             assert all(32 <= ord(c) < 127 and c != "<" for c in args[0])
-    runs = list(text_runs("ab<<é\n\nx\ty"))
+    runs = list(text_runs("ab<<é\n\nx\ty\x1b"))
     assert runs == [
         ("write", "ab"),
-        ("xdotool", "<<"),
-        ("paste", "é"),
+        ("keys", "<<é"),
         ("enter", "\n\n"),
         ("write", "x"),
         ("tab", "\t"),
         ("write", "y"),
+        ("paste", "\x1b"),
     ]
 
 
+def test_key_typing_goes_through_the_helper_on_linux_only() -> None:
+    code = render([ops.TypeText("né <ü>"), ops.Hotkey(("<",))])
+    assert code.count("def _agent_s_type(") == 1  # defined once, at the top
+    assert code.splitlines()[0] == "import time"  # a runner's "...; " prefix comes first
+    calls = [c for c in interpret(code).calls if c[0] == "_agent_s_type"]
+    assert [c[1][0] for c in calls] == ["é", "<ü", "<"]
+    assert "pyautogui.hotkey" not in code  # nothing pasted
+    for os_name in ("darwin", "windows"):
+        other = render([ops.TypeText("né <ü>")], os=os_name)
+        assert "_agent_s_type" not in other
+        assert interpret(other, frozenset()).typed == "né <ü>"
+    plain = render([ops.TypeText("plain ascii > text")])
+    assert plain == "import pyautogui\npyautogui.write('plain ascii > text')"
+
+
 def test_typing_code_is_readable() -> None:
-    assert render([ops.TypeText("hi <there>\n")]) == (
-        "import shutil\nimport subprocess\nimport time\nimport pyautogui\nimport pyperclip\n"
+    code = render([ops.TypeText("hi <there>\n")])
+    assert code == (
+        f"import time\nimport pyautogui\n{TYPE_HELPER}"
         "pyautogui.write('hi ')\n"
-        "if shutil.which('xdotool'):\n"
-        "    subprocess.run(['xdotool', 'type', '--', '<'], check=True, timeout=60)\n"
-        "else:\n"
-        "    if shutil.which('xclip'):\n"
-        "        subprocess.run(['xclip', '-selection', 'clipboard'], input='<', encoding='utf-8', "
-        "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=10)\n"
-        "        for _ in range(100):\n"
-        "            if subprocess.run(['xclip', '-selection', 'clipboard', '-o'], "
-        "capture_output=True, encoding='utf-8', timeout=10).stdout == '<':\n"
-        "                break\n"
-        "            time.sleep(0.02)\n"
-        "    else:\n"
-        "        pyperclip.copy('<')\n"
-        "    pyautogui.hotkey('ctrl', 'v')\n"
-        "    time.sleep(0.2)\n"
+        "_agent_s_type('<')\n"
         "pyautogui.write('there>')\n"
         "pyautogui.press('enter')"
     )
@@ -459,7 +474,8 @@ def test_set_cell_values_renders_name_box_navigation() -> None:
 
 
 def test_paste_uses_the_platform_modifier() -> None:
-    plan = [ops.TypeText("é")]
+    plan = [ops.TypeText("é\x7f")]
     assert "pyautogui.hotkey('ctrl', 'v')" in render(plan)
+    assert "pyautogui.hotkey('ctrl', 'v')" in render(plan, os="windows")
     assert "pyautogui.hotkey('command', 'v')" in render(plan, os="darwin")
     assert "'ctrl'" not in render(plan, os="darwin")

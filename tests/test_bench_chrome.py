@@ -104,7 +104,7 @@ def test_check_treats_chrome_steps_as_setup_and_web_pages_as_web() -> None:
         }
     )
     reasons = classify(web, which=lambda _: "/usr/bin/x")
-    assert [r.category for r in reasons] == ["web"]
+    assert [r.category for r in reasons] == ["internet"]
     assert "open_tabs_info" in GETTERS
 
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_s.actions import parse_action
-from agent_s.bench.check import check_tasks, classify
+from agent_s.bench.check import Machine, check_tasks, classify
 from agent_s.bench.environment import fill_placeholders, launch_argv, opens_terminal
 from agent_s.bench.getters import GETTERS, GetterContext, NeedsFileCache, cache_lookup
 from agent_s.bench.metrics import known_metric
@@ -45,20 +45,22 @@ def test_all_369_osworld_tasks_parse() -> None:
 @needs_osworld
 def test_check_gives_exact_reasons_on_real_tasks() -> None:
     suite = load_suite(OSWORLD)
-    report = check_tasks(suite.tasks())
-    by_id = {t.id: reasons for t, reasons in report.tasks}
-    # a sudo task: GNOME/sudo; a gsettings task; a calc task needs the file cache
-    sudo = [str(r) for r in by_id["5812b315-e7bd-4265-b51f-863c02174c28"]]
-    assert any("needs GNOME/sudo" in r and "sudo" in r for r in sudo)
+    report = check_tasks(suite.tasks(), machine=Machine(sudo=False))
+    by_id = {t.id: reasons for t, reasons in report.blocked()}
+    # a sudo task (on a machine where sudo steps cannot run); a calc task needs the file cache
+    sudo = by_id["5812b315-e7bd-4265-b51f-863c02174c28"]
+    assert any(r.category == "sudo" and "CLIENT_PASSWORD" in r.detail for r in sudo)
     calc = load_suite(OSWORLD).index["libreoffice_calc"][0]
     assert any(r.category == "cache" for r in by_id[calc])
-    impress = [r for t, rs in report.tasks if t.domain == "libreoffice_impress" for r in rs]
+    impress = [r for t, rs in report.blocked() if t.domain == "libreoffice_impress" for r in rs]
     assert any(r.category == "metric" and r.detail == "compare_audios" for r in impress)
     assert not any(r.category == "metric" and r.detail == "check_transition" for r in impress)
     assert not any(r.category == "metric" and r.detail == "compare_pptx_files" for r in impress)
     # every blocked task says why, and the runnable ones use only what we have
-    for task, reasons in report.tasks:
-        if not reasons:
+    for _task, reasons in report.blocked():
+        assert reasons
+    for task, needs in report.tasks:
+        if all(n.met for n in needs):
             assert all(known_metric(f) for f in task.evaluator.funcs)
             assert task.evaluator.getter_types() <= set(GETTERS)
     assert 0 < report.runnable < 369

@@ -235,6 +235,10 @@ def kind(command: Command) -> str:
         sub = command.subcommand
         if sub == ("bench", "run") and command.value("--backend") == "ray":
             return "cluster"
+        if sub == ("bench", "cache") or (
+            sub == ("bench", "run") and command.value("--file-cache") is not None
+        ):
+            return "network"  # OSWorld's files come from the web (tests/test_bench_cache.py)
         if sub in (("run",), ("ground",), ("doctor",), ("bench", "check"), ("bench", "run")):
             return " ".join(sub)
         if sub == ("bench", "report"):

@@ -13,20 +13,32 @@ typed alone into a Tk text box:
   characters are dropped.
 - ``xdotool type`` delivers ``<`` and other ASCII correctly, but not non-ASCII text: into
   LibreOffice Calc it dropped and repeated characters ("éÉÄàç€中ß😀ё" arrived as "éççç中ё"), and
-  even with ``--delay 100`` capitals such as "É" and "Ä" arrived in lower case.
-- ``pyperclip.copy`` + ctrl+v delivered the same text exactly.
-So printable ASCII but ``<`` goes through ``pyautogui.write``, ``<`` through ``xdotool type``
-(the clipboard when xdotool is missing), and every other character through the clipboard
-(xclip, else pyperclip) and ctrl+v. Newlines and tabs are key presses. Code rendered this way
-typed a text mixing "<", ">", "é中", "ÉÄ😀", quotes, backslashes, tabs and newlines into a Tk
-text box exactly, run under ``python -c`` with its output captured. Known limit: ctrl+v does
-not paste in terminal emulators (they use ctrl+shift+v).
+  even with ``--delay 100`` capitals such as "É" and "Ä" arrived in lower case: it rebinds one
+  scratch keycode per character while the application still decodes earlier presses.
+- the clipboard and ctrl+v delivered the same text exactly, but terminal emulators ignore
+  ctrl+v (they paste with ctrl+shift+v), so text pasted into a terminal was lost.
+So on Linux printable ASCII but ``<`` goes through ``pyautogui.write``, and ``<`` and every
+other printable character through ``_agent_s_type`` (``TYPE_HELPER``, defined once at the top of
+code that needs it): key presses through the XTEST extension with python-xlib (pyautogui's own
+X11 dependency, so present wherever pyautogui runs), after binding each character the keyboard
+map lacks to a spare keycode of its own, as the live backend does (``_xproto.KeyBinder``); a
+binding stays for later texts and no keycode is rebound while its characters are typed. Key
+presses reach every window, terminals included. There is no fallback to ``xdotool type``: it
+loses non-ASCII characters (above), and where python-xlib is missing, so is pyautogui, which the
+runner imports first. Newlines and tabs are key presses. Control characters
+(which no key types) and, on Windows and macOS, all non-ASCII text and ``<`` go through the
+clipboard (xclip, else pyperclip) and ctrl+v (command+v on macOS). Code rendered this way typed
+a text mixing "<", ">", "é中", "ÉÄ😀", Hangul, quotes, backslashes, tabs and newlines exactly
+into xterm, rxvt-unicode, lxterminal (VTE, as GNOME Terminal) and mousepad, and 320 distinct
+CJK characters (more than the spare keycodes) into xterm, run under ``python -c`` with its
+output captured (tests/test_render_typing.py).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import get_args
 
@@ -41,13 +53,94 @@ _ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
 _DETACHED = "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
 
 
+#: Defined at the top of rendered code that types text with keys (see the module docstring).
+#: Fixed code: the text reaches it only as a ``repr()`` literal argument.
+TYPE_HELPER = """\
+def _agent_s_type(text):
+    import Xlib.display
+    from Xlib import X
+    from Xlib.ext import xtest
+
+    def keysym(char):
+        code = ord(char)
+        if char == '\\n':
+            return 0xFF0D
+        if char == '\\t':
+            return 0xFF09
+        if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF:
+            return code
+        return 0x1000000 | code
+
+    def spare_binding(syms):
+        # a character bound to a spare keycode (here or by agent-s): every level the same
+        return (len(syms) > 1 and syms[0] == syms[1] and set(syms) - {0} == {syms[0]}
+                and (0xA0 <= syms[0] <= 0xFF or 0x1000100 <= syms[0] <= 0x110FFFF))
+
+    display = Xlib.display.Display()
+    try:
+        first = display.display.info.min_keycode
+        count = display.display.info.max_keycode - first + 1
+        shift = display.keysym_to_keycode(0xFFE1)
+        pos = 0
+        while pos < len(text):
+            keymap = [tuple(syms) for syms in display.get_keyboard_mapping(first, count)]
+            where = {}
+            for level in (0, 1) if shift else (0,):
+                for index, syms in enumerate(keymap):
+                    if len(syms) > level and syms[level] and syms[level] not in where:
+                        where[syms[level]] = (first + index, level)
+            free = [first + i for i, syms in enumerate(keymap) if not any(syms)]
+            ours = [first + i for i, syms in enumerate(keymap) if spare_binding(syms)]
+            missing, used, end = [], set(), pos
+            while end < len(text):
+                sym = keysym(text[end])
+                now_used = used | {where[sym][0]} if sym in where else used
+                now_missing = missing if sym in where or sym in missing else missing + [sym]
+                if len(now_missing) > len(free) + len(set(ours) - now_used):
+                    break
+                missing, used, end = now_missing, now_used, end + 1
+            if end == pos:
+                raise RuntimeError('no spare keycode to type %r' % text[pos])
+            slots = free + [code for code in ours if code not in used]
+            changes = dict(zip(slots, missing))
+            if changes:
+                if set(changes) - set(free):
+                    time.sleep(0.2)
+                low, high = min(changes), max(changes)
+                width = len(keymap[0])
+                rows = [(changes[code],) * width if code in changes else keymap[code - first]
+                        for code in range(low, high + 1)]
+                display.change_keyboard_mapping(low, rows)
+                display.sync()
+                time.sleep(0.2)
+                for code, sym in changes.items():
+                    where[sym] = (code, 0)
+            for char in text[pos:end]:
+                code, level = where[keysym(char)]
+                if level:
+                    xtest.fake_input(display, X.KeyPress, shift)
+                xtest.fake_input(display, X.KeyPress, code)
+                xtest.fake_input(display, X.KeyRelease, code)
+                if level:
+                    xtest.fake_input(display, X.KeyRelease, shift)
+                display.sync()
+                time.sleep(0.004)
+            pos = end
+    finally:
+        display.close()
+"""
+_HELPER_MODULES = ("time",)
+
+
 class _Code:
     """Lines of code being built, and the modules they use."""
 
-    def __init__(self, paste_modifier: str = "ctrl") -> None:
+    def __init__(self, os: OsName = "linux") -> None:
         self.lines: list[str] = []
         self.modules: set[str] = set()
-        self.paste_modifier = paste_modifier  # command on macOS
+        self.os = os
+        self.paste_modifier = primary_modifier(os)  # command on macOS
+        self.helper = False  # whether the code calls TYPE_HELPER
 
     def add(self, line: str, *modules: str, indent: int = 0) -> None:
         self.lines.append("    " * indent + line)
@@ -57,13 +150,16 @@ class _Code:
 def render(plan: Sequence[ops.Op], *, os: OsName = "linux") -> str:
     """pyautogui code that performs ``plan``; ``"pass"`` for an empty plan. ``os`` picks the
     paste shortcut (command+v on "darwin"); the clipboard and launcher helpers are Linux's."""
-    code = _Code(primary_modifier(os))
+    code = _Code(os)
     for op in plan:
         _render_op(code, op)
     if not code.lines:
         return "pass"
+    if code.helper:  # also puts an import first: runners prefix the code with "...; "
+        code.modules.update(_HELPER_MODULES)
     imports = [f"import {name}" for name in _IMPORT_ORDER if name in code.modules]
-    return "\n".join(imports + code.lines)
+    helper = [TYPE_HELPER.rstrip("\n")] if code.helper else []
+    return "\n".join(imports + helper + code.lines)
 
 
 # -- literals -------------------------------------------------------------------------------------
@@ -164,24 +260,30 @@ def _holding(code: _Code, keys: Sequence[str], lines: list[str]) -> None:
 
 
 def text_runs(text: str) -> Iterator[tuple[str, str]]:
-    """Split ``text`` into (how, run): "write", "enter", "tab", "xdotool" (``<``) or "paste".
+    """Split ``text`` into (how, run): "write", "enter", "tab", "keys" or "paste".
 
-    "\\r\\n" and "\\r" count as one newline. Joining the runs, with "\\n" for each enter
-    and "\\t" for each tab, gives back the text.
+    "write": printable ASCII but ``<`` (``pyautogui.write``); "keys": ``<`` and every other
+    character a key can type (``_agent_s_type`` on Linux, the clipboard elsewhere); "paste":
+    control characters and lone surrogates, which no key types. "\\r\\n" and "\\r" count as
+    one newline. Joining the runs, with "\\n" for each enter and "\\t" for each tab, gives
+    back the text.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    kinds = {"\n": "enter", "\t": "tab", "<": "xdotool"}
     start = 0
     for index in range(1, len(text) + 1):
-        if index == len(text) or _kind(text[index], kinds) != _kind(text[start], kinds):
-            yield _kind(text[start], kinds), text[start:index]
+        if index == len(text) or _kind(text[index]) != _kind(text[start]):
+            yield _kind(text[start]), text[start:index]
             start = index
 
 
-def _kind(char: str, kinds: dict[str, str]) -> str:
-    if char in kinds:
-        return kinds[char]
-    return "write" if char in _WRITABLE else "paste"
+def _kind(char: str) -> str:
+    if char in _WRITABLE:
+        return "write"
+    if char == "\n":
+        return "enter"
+    if char == "\t":
+        return "tab"
+    return "paste" if unicodedata.category(char) in ("Cc", "Cs") else "keys"
 
 
 def _type_text(code: _Code, text: str, indent: int = 0) -> None:
@@ -191,15 +293,9 @@ def _type_text(code: _Code, text: str, indent: int = 0) -> None:
         elif how in ("enter", "tab"):
             presses = f", presses={len(run)}" if len(run) > 1 else ""
             code.add(f"pyautogui.press({_str(how)}{presses})", "pyautogui", indent=indent)
-        elif how == "xdotool":
-            code.add("if shutil.which('xdotool'):", "shutil", indent=indent)
-            code.add(
-                f"subprocess.run(['xdotool', 'type', '--', {_str(run)}], check=True, timeout=60)",
-                "subprocess",
-                indent=indent + 1,
-            )
-            code.add("else:", indent=indent)
-            _paste(code, run, indent + 1)
+        elif how == "keys" and code.os == "linux":
+            code.helper = True
+            code.add(f"_agent_s_type({_str(run)})", indent=indent)
         else:
             _paste(code, run, indent)
 

@@ -1,78 +1,196 @@
-"""``agent-s bench check DIR``: which tasks this machine can run, and why not the others.
+"""``agent-s bench check DIR``: what each task needs, which of it this machine has, and so
+which tasks can run here and exactly why not the others.
 
-Each task gets every reason that applies, in these categories:
+Each task gets every need that applies, each either met here or not (an unmet need is a
+``Reason``; a task with none can run):
 
-- ``metric``: a metric function we do not have;
-- ``getter``: a getter (result / expected ``type``) we do not have;
-- ``setup``: a setup step this harness does not do;
-- ``app``: an application that is not installed (from ``launch`` steps and related apps);
-- ``gnome``: needs GNOME or sudo (gsettings, the VM's password, the GNOME session bus, ...);
-- ``web``: needs the live web (a proxy, web pages opened by setup, Google Drive, log-ins);
-- ``cache``: needs OSWorld's file cache (``download`` steps, ``cloud_file``), when the files
-  are not in the ``--file-cache`` folder.
+- ``app``: a program the task drives or its commands call (from ``launch`` steps, the
+  commands of setup and getters, the task's ``related_apps`` and the files it opens), met
+  when it is installed (LibreOffice Writer / Impress / Calc each count on their own);
+- ``internet``: pages or packages the task reaches while it runs (web pages opened in the
+  browser, OSWorld-Verified's ``proxy``, ``pip install``, ``apt-get``, extension stores,
+  getters that load a URL, web pages the instruction names, software it asks to install from
+  no local file), never met offline;
+- ``cache``: files its setup (``download``) or evaluator (``cloud_file``) take from
+  OSWorld's file cache, met when they are in the ``--file-cache`` folder;
+- ``sudo``: a command run as root (``sudo``, the VM's ``{CLIENT_PASSWORD}``), met when the
+  harness runs such steps and has the rights (root, or sudo without a password);
+- ``getter`` / ``metric`` / ``setup``: an evaluator getter, metric or setup step this
+  harness does not have;
+- ``vscode``: Visual Studio Code (not shipped by Debian), met when ``code`` is installed;
+- ``google``: a Google account (Google Drive steps and getters, Google log-ins), never met;
+- ``gnome``: a GNOME-only feature (gsettings keys, the GNOME session bus, GNOME's terminal
+  server and wallpaper), never met on this harness's openbox desktop.
 
-The classification is static: it reads the task file and looks at this machine (programs on
-PATH, the file cache folder); it starts nothing.
+``assume`` marks needs as met whatever this machine has (``{"cache", "internet"}``: what
+would run with a full file cache and the internet). The classification is static: it reads
+the task file and looks at this machine (programs on PATH, the file cache folder, the user's
+rights); it starts nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+import shlex
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from agent_s.bench.environment import HANDLED_PROGRAMS, launch_argv
+from agent_s.bench.environment import HANDLED_PROGRAMS, TaskEnvironment, launch_argv
 from agent_s.bench.getters import GETTERS, NeedsFileCache, cache_lookup
 from agent_s.bench.metrics import known_metric
-from agent_s.bench.tasks import Task
+from agent_s.bench.tasks import SetupStep, Task
 
+#: Every kind of need, in report order, and what an unmet one says.
 CATEGORIES = {
-    "metric": "needs a metric we do not have",
-    "getter": "needs a getter we do not have",
-    "setup": "needs a setup step we do not have",
     "app": "needs an app that is not installed",
-    "gnome": "needs GNOME/sudo",
-    "web": "needs live web",
+    "internet": "needs the internet while it runs",
     "cache": "needs the file cache",
+    "sudo": "needs sudo",
+    "getter": "needs a getter we do not have",
+    "metric": "needs a metric we do not have",
+    "setup": "needs a setup step we do not have",
+    "vscode": "needs VS Code",
+    "google": "needs a Google account",
+    "gnome": "needs GNOME",
 }
-SETUP_STEPS = {
-    "launch",
-    "open",
-    "execute",
-    "command",
-    "sleep",
-    "activate_window",
-    "close_window",
-    "download",
-    "chrome_open_tabs",
-    "chrome_close_tabs",
+#: Needs ``--assume`` may mark as met (the others are code this harness lacks).
+ASSUMABLE = ("app", "internet", "cache", "sudo", "vscode", "google", "gnome")
+#: What the issue's target allows a task to be blocked by: access this harness cannot give.
+OUTSIDE = frozenset({"internet", "vscode", "google"})
+#: The setup steps this harness does: each ``TaskEnvironment._step_<type>`` handler.
+SETUP_STEPS = frozenset(
+    name.removeprefix("_step_") for name in dir(TaskEnvironment) if name.startswith("_step_")
+)
+GOOGLE_STEPS = {"googledrive", "login"}
+GOOGLE_GETTERS = {"googledrive_file"}
+#: Getters that read what only a GNOME session has (its wallpaper setting, its terminal).
+GNOME_GETTERS = {"vm_wallpaper": "wallpaper (gsettings)", "vm_terminal_output": "gnome-terminal"}
+#: Getters that load a web page themselves (OSWorld opens it in the browser or fetches it).
+WEB_GETTERS = {
+    "pdf_from_url",
+    "page_info",
+    "info_from_website",
+    "gotoRecreationPage_and_get_html_content",
 }
-WEB_STEPS = {"googledrive", "login", "update_browse_history"}
+#: ``related_apps`` and the program (or LibreOffice component) each stands for.
 APPS = {
     "chrome": "chromium",
     "gimp": "gimp",
-    "libreoffice_calc": "soffice",
-    "libreoffice_impress": "soffice",
-    "libreoffice_writer": "soffice",
+    "libreoffice_calc": "libreoffice-calc",
+    "libreoffice_impress": "libreoffice-impress",
+    "libreoffice_writer": "libreoffice-writer",
     "thunderbird": "thunderbird",
     "vlc": "vlc",
     "vs_code": "code",
     "terminal": "xterm",
 }
-_GNOME = re.compile(
-    r"\bsudo\b|\{CLIENT_PASSWORD\}|\bgsettings\b|\bdconf\b|/run/user/1000|\bgio\b|"
-    r"\bnautilus\b|\bgnome-(?!terminal)[a-z-]+|\btimedatectl\b|\bpactl\b|\bsystemctl\b"
+#: LibreOffice's components: the library each needs in its program folder.
+OFFICE_PARTS = {
+    "libreoffice-calc": "libsclo.so",
+    "libreoffice-impress": "libsdlo.so",
+    "libreoffice-writer": "libswlo.so",
+}
+OFFICE_SWITCHES = {"--calc": "libreoffice-calc", "--impress": "libreoffice-impress"}
+OFFICE_SWITCHES["--writer"] = "libreoffice-writer"
+OFFICE_FILES = {
+    "libreoffice-writer": (".docx", ".doc", ".odt", ".rtf"),
+    "libreoffice-impress": (".pptx", ".ppt", ".odp"),
+    "libreoffice-calc": (".xlsx", ".xls", ".ods"),
+}
+#: Words that start a shell command but are no program to look for.
+_SHELL_WORDS = frozenset(
+    [
+        "!",
+        "[",
+        "[[",
+        "]]",
+        "{",
+        "}",
+        ".",
+        ":",
+        "alias",
+        "case",
+        "cd",
+        "do",
+        "done",
+        "elif",
+        "else",
+        "esac",
+        "exit",
+        "export",
+        "fi",
+        "for",
+        "function",
+        "history",
+        "if",
+        "in",
+        "local",
+        "read",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "then",
+        "time",
+        "true",
+        "false",
+        "until",
+        "unset",
+        "wait",
+        "while",
+        "echo",
+        "printf",
+        "pwd",
+        "type",
+        "command",
+    ]
 )
+_PROGRAM = re.compile(r"^(?:/[\w.+-]+)*/?[A-Za-z_][\w.+-]*$")  # a name or absolute path
+_OURS = frozenset({"python", "python3", "sh", "bash"})  # our interpreter and shells
+_GNOME_TEXT = re.compile(r"\bgsettings\b|\bdconf\b|/run/user/1000|\bgnome-terminal-server\b")
+#: GNOME's settings tools and session programs (Nautilus and ``gio`` run on any desktop: apps).
+_GNOME_PROGRAMS = re.compile(r"^(gsettings|dconf|gnome-(?!terminal$)[a-z-]+)$")
+_SUDO_TEXT = re.compile(r"\bsudo\b|\{CLIENT_PASSWORD\}")
+_NET_COMMANDS = (
+    (re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*(?:install|update|upgrade)\b"), "apt"),
+    (re.compile(r"\bpip3?\s+install\s+(?:-\S+\s+)*(?!\S*\.whl\b)[\w\[]"), "pip install"),
+    (re.compile(r"--install-extension\s+(?!\S*\.vsix\b)[\w-]+\.[\w-]+"), "extension store"),
+    (re.compile(r"\b(?:wget|curl)\b|\bgit\s+clone\s+\S*://"), "download"),
+)
+_URL = re.compile(r"https?://[^\s'\"\\)]+")
+_INSTALL = re.compile(r"\binstall", re.IGNORECASE)
+#: An install from a file on the machine (a folder on the Desktop, a .vsix, "local"): offline.
+_LOCAL_SOURCE = re.compile(r"\blocal\b|/home/|\bDesktop\b|\.vsix\b", re.IGNORECASE)
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing a task needs, and whether this machine has it (``how``: why it counts as
+    met, e.g. "installed", "assumed")."""
+
+    category: str
+    detail: str
+    met: bool
+    how: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"category": self.category, "detail": self.detail, "met": self.met, "how": self.how}
 
 
 @dataclass(frozen=True)
 class Reason:
+    """An unmet need: why the task cannot run here."""
+
     category: str
     detail: str
 
@@ -80,27 +198,112 @@ class Reason:
         return f"{CATEGORIES[self.category]}: {self.detail}"
 
 
-def _commands(task: Task) -> Iterable[str]:
+# -- what the task's commands say ----------------------------------------------------------------
+
+
+def _text(command: Any) -> str:
+    return command if isinstance(command, str) else " ".join(map(str, command))
+
+
+def _step_commands(task: Task) -> Iterator[tuple[SetupStep | None, Any]]:
+    """Every command of the task: setup and postconfig steps, and getters' commands."""
     for step in (*task.config, *task.evaluator.postconfig):
         command = step.parameters.get("command")
         if command is not None:
-            yield command if isinstance(command, str) else " ".join(map(str, command))
+            yield step, command
     for spec in (*task.evaluator.results, *task.evaluator.expected):
         if isinstance(spec, Mapping) and "command" in spec:
-            command = spec["command"]
-            yield command if isinstance(command, str) else " ".join(map(str, command))
+            yield None, spec["command"]
 
 
-def _web_tabs(task: Task) -> list[str]:
-    """Pages on the web that setup opens in the browser (local files and hosts are fine)."""
-    hosts = []
+def _shell_programs(text: str) -> list[str]:
+    """The programs a shell snippet starts: the first word of each simple command."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: fall back to words
+        tokens = text.split()
+    programs: list[str] = []
+    start = True
+    prefix = ""  # a word that runs the next one: sudo, timeout, ...
+    redirect = False
+    for token in tokens:
+        if token and all(c in "();<>|&\n" for c in token):
+            redirect = ("<" in token or ">" in token) and not token.endswith("(")
+            if not redirect:
+                start, prefix = True, ""
+            continue
+        if redirect:  # the file of a redirection, not a program
+            redirect = False
+            continue
+        if not start:
+            continue
+        if "=" in token and not token.startswith(("-", "/")) and token.split("=")[0].isidentifier():
+            continue  # VAR=value before the program
+        if prefix and (token.startswith("-") or (prefix == "timeout" and token[:1].isdigit())):
+            continue  # the options of sudo, timeout's duration
+        if token in ("sudo", "timeout", "nohup", "exec", "env"):
+            prefix = token
+            continue
+        start, prefix = False, ""
+        if token in _SHELL_WORDS or not _PROGRAM.match(token):
+            continue
+        programs.append(token)
+    return programs
+
+
+def command_programs(command: Any, *, shell_text: bool) -> list[str]:
+    """The programs a task command runs (``bash -c TEXT`` and shell strings parsed)."""
+    if isinstance(command, str):
+        return _shell_programs(command) if shell_text or " " in command else [command]
+    argv = [str(c) for c in command]
+    if not argv:
+        return []
+    if os.path.basename(argv[0]) in ("bash", "sh") and "-c" in argv[1:-1]:
+        return _shell_programs(argv[argv.index("-c") + 1])
+    return [argv[0]]
+
+
+def _is_local_path(program: str) -> bool:
+    """A script of the task's own (``/home/user/x.sh``), not a program to install."""
+    return program.startswith("/home/") or program.endswith((".sh", ".py"))
+
+
+def _web_urls(task: Task) -> list[str]:
+    """Web pages the task opens while it runs (local files and hosts are fine)."""
+    urls: list[str] = []
     for step in task.config:
         if step.type == "chrome_open_tabs":
-            for url in step.parameters.get("urls_to_open", []):
-                host = urlparse(str(url)).hostname
-                if host and host not in ("localhost", "127.0.0.1"):
-                    hosts.append(host)
-    return hosts
+            urls.extend(str(u) for u in step.parameters.get("urls_to_open", []))
+        elif step.type in ("open", "launch", "execute", "command"):
+            value = step.parameters.get("path", step.parameters.get("command", ""))
+            urls.extend(_URL.findall(_text(value)))
+    for spec in (*task.evaluator.results, *task.evaluator.expected):
+        if isinstance(spec, Mapping) and spec.get("type") in WEB_GETTERS:
+            urls.append(str(spec.get("url") or spec.get("path") or spec["type"]))
+    web = []
+    for url in urls:
+        host = urlparse(url).hostname
+        if host is not None and host not in _LOCAL_HOSTS:
+            web.append(url)
+        elif host is None and not url.startswith(("file:", "/", "~", "chrome:")):
+            web.append(url)  # a getter's page given without a scheme
+    return list(dict.fromkeys(web))
+
+
+def _instruction_needs(instruction: str) -> list[str]:
+    """What the instruction itself sends the agent to the internet for: the web pages it
+    names, and software to install that is not on the machine already (no local file named)."""
+    found = []
+    for url in _URL.findall(instruction):
+        host = urlparse(url.rstrip(".,;:!?'\"")).hostname
+        if host is not None and host not in _LOCAL_HOSTS:
+            found.append(f"instruction: {host}")
+    if _INSTALL.search(instruction) and not _LOCAL_SOURCE.search(instruction):
+        found.append("instruction: install software")
+    return found
 
 
 def _cache_urls(task: Task) -> list[str]:
@@ -111,8 +314,158 @@ def _cache_urls(task: Task) -> list[str]:
     for spec in (*task.evaluator.results, *task.evaluator.expected):
         if isinstance(spec, Mapping) and spec.get("type") == "cloud_file":
             path = spec.get("path")
-            urls.extend(path if isinstance(path, list) else [str(path)])
-    return urls
+            urls.extend(str(p) for p in (path if isinstance(path, list) else [path]))
+    return list(dict.fromkeys(urls))
+
+
+# -- what this machine has -----------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _office_folder() -> Path | None:
+    for name in ("soffice", "libreoffice"):
+        found = shutil.which(name)
+        if found is not None:
+            return Path(os.path.realpath(found)).parent
+    return None
+
+
+def app_installed(name: str, which: Callable[[str], str | None] = shutil.which) -> bool:
+    """Whether a program (or a LibreOffice component) is installed here."""
+    if name in OFFICE_PARTS:
+        if which("soffice") is None:
+            return False
+        folder = _office_folder() if which is shutil.which else None
+        return folder is None or (folder / OFFICE_PARTS[name]).exists()
+    return which(name) is not None
+
+
+def harness_runs_sudo() -> bool:
+    """Whether task steps that use sudo run here (``environment.sudo_rights``: as root, or
+    with a sudo that asks no password)."""
+    from agent_s.bench.environment import sudo_rights
+
+    return sudo_rights() is not None
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What this machine has, as the classification sees it."""
+
+    file_cache: Path | None = None
+    which: Callable[[str], str | None] = shutil.which
+    sudo: bool = False
+    assume: frozenset[str] = frozenset()
+
+    @classmethod
+    def here(cls, *, file_cache: Path | None = None, assume: Iterable[str] = ()) -> Machine:
+        return cls(file_cache=file_cache, sudo=harness_runs_sudo(), assume=frozenset(assume))
+
+
+# -- classification ------------------------------------------------------------------------------
+
+
+def task_needs(task: Task, machine: Machine) -> list[Need]:
+    """Everything ``task`` needs, each marked met or not on ``machine`` (see the docstring)."""
+    needs: list[Need] = []
+
+    def add(category: str, detail: str, met: bool, how: str = "") -> None:
+        if not met and category in machine.assume:
+            met, how = True, "assumed"
+        needs.append(Need(category, detail, met, how))
+
+    for func in dict.fromkeys(task.evaluator.funcs):
+        add("metric", func, known_metric(func), "implemented")
+    for kind in sorted(task.evaluator.getter_types()):
+        add("getter", kind, kind in GETTERS, "implemented")
+        if kind in GOOGLE_GETTERS:
+            add("google", f"{kind} (Google Drive)", False)
+    gnome: dict[str, None] = {
+        GNOME_GETTERS[k]: None for k in sorted(task.evaluator.getter_types()) if k in GNOME_GETTERS
+    }
+    for kind in sorted(task.setup_types - GOOGLE_STEPS):
+        add("setup", kind, kind in SETUP_STEPS, "implemented")
+    for kind in sorted(task.setup_types & GOOGLE_STEPS):
+        add("google", f"setup step {kind}", False)
+
+    programs = _programs(task)
+    for program in programs:
+        if program == "code":
+            add("vscode", "code", app_installed("code", machine.which), "installed")
+        elif _GNOME_PROGRAMS.match(program):
+            gnome[program] = None
+        else:
+            add("app", program, app_installed(program, machine.which), "installed")
+    texts = [_text(c) for _, c in _step_commands(task)]
+    for text in texts:
+        for match in _GNOME_TEXT.finditer(text):
+            gnome[match.group(0)] = None
+    if gnome:
+        add("gnome", ", ".join(sorted(gnome)), False)
+
+    sudo = sorted({m.group(0) for text in texts for m in _SUDO_TEXT.finditer(text)})
+    if sudo:
+        add("sudo", ", ".join(sudo), machine.sudo, "root or sudo")
+
+    internet: list[str] = ["proxy"] if task.proxy else []
+    for text in texts:
+        internet.extend(label for pattern, label in _NET_COMMANDS if pattern.search(text))
+    web = _web_urls(task)
+    internet.extend(urlparse(u).hostname or u for u in web)
+    if not task.infeasible:
+        internet.extend(_instruction_needs(task.instruction))
+    if internet:
+        add("internet", ", ".join(dict.fromkeys(internet)), False)
+
+    urls = _cache_urls(task)
+    missing = []
+    for url in urls:
+        try:
+            cache_lookup(machine.file_cache, url)
+        except NeedsFileCache:
+            missing.append(url.rsplit("/", 1)[-1])
+    if urls:
+        detail = f"{len(urls)} file(s)"
+        if missing:
+            more = f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
+            detail = f"{len(missing)} of {len(urls)} file(s) missing: " + ", ".join(missing[:3])
+            detail += more
+        add("cache", detail, not missing, "in the file cache")
+    order = list(CATEGORIES)
+    return sorted(needs, key=lambda n: order.index(n.category))
+
+
+def _programs(task: Task) -> list[str]:
+    """The programs and LibreOffice components the task uses, in order, once each."""
+    found: dict[str, None] = {}
+    for app in task.related_apps:
+        if app in APPS:
+            found[APPS[app]] = None
+    for opened in task.config:
+        if opened.type == "open":
+            name = str(opened.parameters.get("path", "")).lower()
+            for part, endings in OFFICE_FILES.items():
+                if name.endswith(endings):
+                    found[part] = None
+    for step, command in _step_commands(task):
+        shell = bool(step.parameters.get("shell", False)) if step is not None else True
+        if isinstance(command, list) and step is not None and step.type == "launch":
+            argv = launch_argv([str(c) for c in command])
+            programs = [argv[0]] if argv else []
+            if argv and os.path.basename(argv[0]) in ("libreoffice", "soffice"):
+                parts = [OFFICE_SWITCHES[a] for a in argv[1:] if a in OFFICE_SWITCHES]
+                programs = parts or ["soffice"]
+        else:
+            programs = command_programs(command, shell_text=shell)
+            programs = [launch_argv([p])[0] for p in programs]
+        for program in programs:
+            name = os.path.basename(program)
+            if name in HANDLED_PROGRAMS or name in _OURS or _is_local_path(program):
+                continue
+            if name == "libreoffice":
+                name = "soffice"
+            found[name] = None
+    return list(found)
 
 
 def classify(
@@ -120,80 +473,89 @@ def classify(
     *,
     file_cache: Path | None = None,
     which: Callable[[str], str | None] = shutil.which,
+    machine: Machine | None = None,
 ) -> list[Reason]:
     """Every reason this machine cannot run ``task`` (empty: it can)."""
-    reasons: list[Reason] = []
-    for func in dict.fromkeys(task.evaluator.funcs):
-        if not known_metric(func):
-            reasons.append(Reason("metric", func))
-    for kind in sorted(task.evaluator.getter_types() - set(GETTERS)):
-        reasons.append(Reason("getter", kind))
-    for kind in sorted(task.setup_types - SETUP_STEPS - WEB_STEPS):
-        reasons.append(Reason("setup", kind))
-    programs: dict[str, None] = {}
-    for app in task.related_apps:
-        if app in APPS:
-            programs[APPS[app]] = None
-    for step in (*task.config, *task.evaluator.postconfig):
-        command = step.parameters.get("command")
-        if step.type == "launch" and isinstance(command, list) and command:
-            program = launch_argv([str(c) for c in command])[0]
-            if program not in HANDLED_PROGRAMS:
-                programs[program] = None
-    for program in programs:
-        if which(program) is None:
-            reasons.append(Reason("app", program))
-    gnome = sorted({m.group(0) for text in _commands(task) for m in _GNOME.finditer(text)})
-    if gnome:
-        reasons.append(Reason("gnome", ", ".join(gnome)))
-    web = sorted(task.setup_types & WEB_STEPS)
-    if _web_tabs(task):
-        web.append("chrome_open_tabs of web pages")
-    if task.proxy:
-        web.insert(0, "proxy")
-    if web:
-        reasons.append(Reason("web", ", ".join(web)))
-    missing = []
-    for url in _cache_urls(task):
-        try:
-            cache_lookup(file_cache, url)
-        except NeedsFileCache:
-            missing.append(url.rsplit("/", 1)[-1])
-    if missing:
-        more = f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
-        shown = ", ".join(missing[:3]) + more
-        reasons.append(Reason("cache", f"{len(missing)} file(s): {shown}"))
-    return reasons
+    if machine is None:
+        machine = Machine(file_cache=file_cache, which=which, sudo=harness_runs_sudo())
+    return [Reason(n.category, n.detail) for n in task_needs(task, machine) if not n.met]
 
 
 @dataclass(frozen=True)
 class CheckReport:
-    """Per task: its reasons; per domain: how many can run and what stops the others."""
+    """Per task: its needs; per need and per domain: how many tasks, how many blocked."""
 
-    tasks: tuple[tuple[Task, tuple[Reason, ...]], ...]
+    tasks: tuple[tuple[Task, tuple[Need, ...]], ...]
+    assume: frozenset[str] = frozenset()
+
+    @staticmethod
+    def reasons_of(needs: Iterable[Need]) -> tuple[Reason, ...]:
+        return tuple(Reason(n.category, n.detail) for n in needs if not n.met)
+
+    def blocked(self) -> Iterator[tuple[Task, tuple[Reason, ...]]]:
+        for task, needs in self.tasks:
+            reasons = self.reasons_of(needs)
+            if reasons:
+                yield task, reasons
+
+    @property
+    def runnable(self) -> int:
+        return sum(1 for _, needs in self.tasks if all(n.met for n in needs))
+
+    @property
+    def only_outside(self) -> int:
+        """Blocked tasks whose every reason is access the harness cannot give (internet,
+        VS Code, a Google account)."""
+        return sum(1 for _, rs in self.blocked() if {r.category for r in rs} <= OUTSIDE)
 
     def domains(self) -> dict[str, dict[str, Any]]:
         summary: dict[str, dict[str, Any]] = {}
-        for task, reasons in self.tasks:
-            fresh = {"total": 0, "runnable": 0, "blocked_by": Counter(), "first": Counter()}
-            row = summary.setdefault(task.domain, fresh)
+        for task, needs in self.tasks:
+            row = summary.setdefault(
+                task.domain, {"total": 0, "runnable": 0, "blocked_by": Counter()}
+            )
             row["total"] += 1
+            reasons = self.reasons_of(needs)
             if not reasons:
                 row["runnable"] += 1
             for category in dict.fromkeys(r.category for r in reasons):
                 row["blocked_by"][category] += 1
-            if reasons:
-                row["first"][reasons[0].category] += 1
         return summary
 
-    @property
-    def runnable(self) -> int:
-        return sum(1 for _, reasons in self.tasks if not reasons)
+    def needs(self) -> dict[str, dict[str, int]]:
+        """Per category: tasks that need it, and tasks blocked by it."""
+        rows = {c: {"tasks": 0, "blocked": 0} for c in CATEGORIES}
+        for _, needs in self.tasks:
+            for category in dict.fromkeys(n.category for n in needs):
+                rows[category]["tasks"] += 1
+                if any(not n.met for n in needs if n.category == category):
+                    rows[category]["blocked"] += 1
+        return rows
+
+    def details(self, category: str) -> dict[str, dict[str, Any]]:
+        """Per detail of one category (an app, a getter): tasks, and whether it is met."""
+        rows: dict[str, dict[str, Any]] = {}
+        for _, needs in self.tasks:
+            for need in needs:
+                if need.category == category:
+                    row = rows.setdefault(need.detail, {"tasks": 0, "met": need.met})
+                    row["tasks"] += 1
+        return dict(sorted(rows.items(), key=lambda kv: (-kv[1]["tasks"], kv[0])))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "total": len(self.tasks),
             "runnable": self.runnable,
+            "blocked_only_by_outside_access": self.only_outside,
+            "assume": sorted(self.assume),
+            "needs": self.needs(),
+            "apps": self.details("app"),
+            "missing_getters": {
+                k: v["tasks"] for k, v in self.details("getter").items() if not v["met"]
+            },
+            "missing_metrics": {
+                k: v["tasks"] for k, v in self.details("metric").items() if not v["met"]
+            },
             "domains": {
                 d: {
                     "total": r["total"],
@@ -206,20 +568,64 @@ class CheckReport:
                 {
                     "id": t.id,
                     "domain": t.domain,
-                    "runnable": not reasons,
+                    "runnable": all(n.met for n in needs),
+                    "needs": [n.to_json() for n in needs],
                     "reasons": [
                         {"category": r.category, "detail": r.detail, "text": str(r)}
-                        for r in reasons
+                        for r in self.reasons_of(needs)
                     ],
                 }
-                for t, reasons in self.tasks
+                for t, needs in self.tasks
             ],
         }
 
 
-def check_tasks(tasks: Iterable[Task], *, file_cache: Path | None = None) -> CheckReport:
-    return CheckReport(tuple((t, tuple(classify(t, file_cache=file_cache))) for t in tasks))
+def parse_assume(text: str | None) -> frozenset[str]:
+    """``--assume cache,internet`` -> the need categories to count as met (``apps`` and
+    ``all`` accepted); ``ValueError`` names the accepted words."""
+    if not text:
+        return frozenset()
+    words = {w.strip().lower() for w in text.split(",") if w.strip()}
+    if "all" in words:
+        return frozenset(ASSUMABLE)
+    words = {"app" if w == "apps" else w for w in words}
+    unknown = sorted(words - set(ASSUMABLE))
+    if unknown:
+        raise ValueError(
+            f"--assume takes a comma-separated list of {', '.join(ASSUMABLE)} or all; "
+            f"unknown: {', '.join(unknown)}"
+        )
+    return frozenset(words)
+
+
+def check_tasks(
+    tasks: Iterable[Task],
+    *,
+    file_cache: Path | None = None,
+    assume: Iterable[str] = (),
+    machine: Machine | None = None,
+) -> CheckReport:
+    if machine is None:
+        machine = Machine.here(file_cache=file_cache, assume=assume)
+    return CheckReport(tuple((t, tuple(task_needs(t, machine))) for t in tasks), machine.assume)
 
 
 def dumps(report: CheckReport) -> str:
     return json.dumps(report.to_json(), indent=1)
+
+
+__all__ = [
+    "ASSUMABLE",
+    "CATEGORIES",
+    "CheckReport",
+    "Machine",
+    "Need",
+    "Reason",
+    "app_installed",
+    "check_tasks",
+    "classify",
+    "command_programs",
+    "harness_runs_sudo",
+    "parse_assume",
+    "task_needs",
+]

@@ -4,10 +4,11 @@
         ...                                  # the policy acts on env.backend
         score = evaluate(task, last, env.context, env.run_steps)
 
-The task's folder holds ``home/`` (the desktop's HOME: OSWorld's /home/user) and ``cache/``
-(files copied for metrics, ``stdout`` of setup commands); both are made fresh on start, so a
-task killed half-way reruns cleanly. Placeholders ``{SCREEN_WIDTH}``, ``{SCREEN_HEIGHT}``,
-``{SCREEN_WIDTH_HALF}``, ``{SCREEN_HEIGHT_HALF}`` are filled from the screen size.
+The task's folder holds ``home/`` (the desktop's HOME: OSWorld's /home/user, with its Desktop,
+Documents, ... folders) and ``cache/`` (files copied for metrics, ``stdout`` of setup commands);
+both are made fresh on start, so a task killed half-way reruns cleanly. Placeholders
+``{SCREEN_WIDTH}``, ``{SCREEN_HEIGHT}``, ``{SCREEN_WIDTH_HALF}``, ``{SCREEN_HEIGHT_HALF}`` are
+filled from the screen size.
 
 Setup steps: launch, open, execute / command (``stdout`` saved in the cache), sleep,
 activate_window, close_window, download (from the local file cache), chrome_open_tabs and
@@ -16,6 +17,13 @@ handled by starting the terminal directly (xterm titled "Terminal"). Chromium al
 with remote debugging on a port of its own and a profile under HOME; OSWorld's ``socat``
 forward is not needed, and ``pkill NAME`` ends only this desktop's matching programs. Steps
 this harness cannot do raise ``SkipTask`` with the reason ``agent-s bench check`` also gives.
+
+sudo: OSWorld's setups run ``echo {CLIENT_PASSWORD} | sudo -S ...`` on a VM whose user's password
+is ``password``. Here such a step (any command running ``sudo``) runs when the harness has the
+rights (``sudo_rights``): as root (with a stand-in ``sudo`` on the commands' PATH when none is
+installed: it drops sudo's options and runs the command, as ``runuser`` for ``-u USER``), or as
+a user whose sudo needs no password (``sudo -n true`` succeeds). ``{CLIENT_PASSWORD}`` becomes
+``password``, which such a sudo does not read. Without the rights the task is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -25,11 +33,13 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from agent_s.bench.cache import fetch_command
 from agent_s.bench.chrome import DevTools, DevToolsError, chromium_argv, free_port, is_chromium
 from agent_s.bench.getters import (
     GetterContext,
@@ -50,6 +60,42 @@ HANDLED_PROGRAMS = frozenset({"socat", "pkill"})
 TERMINAL_ARGV = ("xterm", "-title", "Terminal", "-fa", "Monospace", "-fs", "11")
 _CTRL_ALT_T = re.compile(r"hotkey\(\s*['\"]ctrl['\"]\s*,\s*['\"]alt['\"]\s*,\s*['\"]t['\"]\s*\)")
 _PLACEHOLDER = re.compile(r"\{(SCREEN_WIDTH|SCREEN_HEIGHT|SCREEN_WIDTH_HALF|SCREEN_HEIGHT_HALF)\}")
+#: The folders of OSWorld's /home/user (an Ubuntu desktop user's).
+HOME_FOLDERS = (
+    "Desktop",
+    "Documents",
+    "Downloads",
+    "Music",
+    "Pictures",
+    "Public",
+    "Templates",
+    "Videos",
+)
+#: OSWorld's VM user's password, which its setup commands pipe to ``sudo -S``.
+CLIENT_PASSWORD = "password"  # noqa: S105 (OSWorld's published VM default, not a secret)
+_SUDO_WORD = re.compile(r"(?:^|[\s;&|(`/])sudo(?=\s|$)")
+#: ``sudo`` for a harness running as root on a machine without sudo (see the module docstring).
+SUDO_STAND_IN = """#!/bin/sh
+# agent-s: sudo for a harness that already runs as root (no sudo is installed). OSWorld's task
+# setups pipe the VM's password to `sudo -S`; root needs none. Drop sudo's options, run the rest.
+user=""
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    -u) user="$2"; shift 2 ;;
+    --user=*) user="${1#--user=}"; shift ;;
+    -g|-p|-C|-D|-r|-t|-T|-U) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ "$#" -gt 0 ] || exit 0
+if [ -n "$user" ] && [ "$user" != root ] && [ "$user" != "#0" ]; then
+  exec runuser -u "$user" -- "$@"
+fi
+exec "$@"
+"""
+SudoRights = Literal["root", "sudo"]
 #: Programs OSWorld's Ubuntu image has, and what starts the same job here.
 APP_ALIASES: Mapping[str, tuple[str, ...]] = {
     "google-chrome": ("chromium", "--no-sandbox", "--force-renderer-accessibility"),
@@ -77,6 +123,36 @@ def fill_placeholders(text: str, width: int, height: int) -> str:
         "SCREEN_HEIGHT_HALF": height // 2,
     }
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), text)
+
+
+def uses_sudo(command: Any) -> bool:
+    """Whether a task command (text or argv) runs ``sudo`` or needs the VM's password."""
+    text = command if isinstance(command, str) else " ".join(map(str, command))
+    return "{CLIENT_PASSWORD}" in text or _SUDO_WORD.search(text) is not None
+
+
+def sudo_rights(env: Mapping[str, str] | None = None) -> SudoRights | None:
+    """How this harness can run a task's sudo: ``"root"`` (it runs as root), ``"sudo"`` (a
+    sudo on PATH that asks no password), or ``None``."""
+    if os.geteuid() == 0:
+        return "root"
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    sudo = shutil.which("sudo", path=path)
+    if sudo is None:
+        return None
+    try:
+        done = subprocess.run(
+            [sudo, "-n", "true"], capture_output=True, timeout=10, check=False, env=env
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return "sudo" if done.returncode == 0 else None
+
+
+NO_SUDO = (
+    "needs sudo: the setup runs sudo; run the harness as root or as a user with "
+    "passwordless sudo (sudo -n true must succeed)"
+)
 
 
 def opens_terminal(command: Any) -> bool:
@@ -119,6 +195,7 @@ class TaskEnvironment:
         self.context: GetterContext | None = None
         self.chrome_port: int | None = None
         self._launched: list[Any] = []  # Popen of every program setup started
+        self._sudo: SudoRights | None | Literal["unknown"] = "unknown"
 
     def __enter__(self) -> TaskEnvironment:
         return self.start()
@@ -130,10 +207,17 @@ class TaskEnvironment:
         from agent_s.desktop.virtual import VirtualDesktop
         from agent_s.desktop.x11 import X11Backend
 
+        if self.sudo_rights() is None and any(
+            uses_sudo(step.parameters.get("command", ""))
+            for step in (*self.task.config, *self.task.evaluator.postconfig)
+        ):
+            raise SkipTask(NO_SUDO)  # before any step runs: no half-done setup
         home, cache = self.folder / "home", self.folder / "cache"
         for path in (home, cache):
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
+        for name in HOME_FOLDERS:  # tasks write to ~/Desktop and the like without making it
+            (home / name).mkdir()
         self.desktop = VirtualDesktop(self.width, self.height, home=home).start()
         # One task per process: pyautogui, AT-SPI and the grounders read these at first use.
         for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS"):
@@ -143,10 +227,11 @@ class TaskEnvironment:
             self.backend = X11Backend(self.desktop.display, env=self.desktop.env)
             self.context = GetterContext(
                 home=home,
-                env=dict(self.desktop.env),
+                env=self._command_env(),
                 cache_dir=cache,
                 file_cache=self.file_cache,
                 a11y_tree=_a11y_reader(),
+                extra={"fetch_command": fetch_command(self.task, self.file_cache)},
             )
             if run_config:
                 self.run_steps(self.task.config)
@@ -182,10 +267,32 @@ class TaskEnvironment:
             raise SetupFailed("the task environment is not started")
         return self.context
 
+    def _command_env(self) -> dict[str, str]:
+        """The environment of task commands: the desktop's, with the stand-in ``sudo`` first
+        on PATH when the harness runs as root and no sudo is installed."""
+        env = dict(self.desktop.env)
+        path = env.get("PATH", os.defpath)
+        if os.geteuid() == 0 and shutil.which("sudo", path=path) is None:
+            tools = self.folder / "tools"
+            tools.mkdir(parents=True, exist_ok=True)
+            stand_in = tools / "sudo"
+            stand_in.write_text(SUDO_STAND_IN, encoding="utf-8")
+            stand_in.chmod(0o755)
+            env["PATH"] = f"{tools}{os.pathsep}{path}"
+        return env
+
+    def sudo_rights(self) -> SudoRights | None:
+        """``sudo_rights`` for this desktop's commands, asked once."""
+        if self._sudo == "unknown":
+            self._sudo = sudo_rights(self.context.env if self.context else None)
+        return self._sudo
+
     def _fill(self, value: Any) -> Any:
         if isinstance(value, str):
-            if "{CLIENT_PASSWORD}" in value:
-                raise SkipTask("needs GNOME/sudo: the setup uses the VM user's sudo password")
+            if uses_sudo(value):
+                if self.sudo_rights() is None:
+                    raise SkipTask(NO_SUDO)
+                value = value.replace("{CLIENT_PASSWORD}", CLIENT_PASSWORD)
             return fill_placeholders(value, self.width, self.height)
         if isinstance(value, list):
             return [self._fill(v) for v in value]
@@ -350,7 +457,8 @@ class TaskEnvironment:
     def _step_download(self, params: Mapping[str, Any]) -> None:
         for item in params["files"]:
             try:
-                source = cache_lookup(self.file_cache, item["url"])
+                fetch = fetch_command(self.task, self.file_cache)
+                source = cache_lookup(self.file_cache, item["url"], fetch=fetch)
             except NeedsFileCache as err:
                 raise SkipTask(str(err)) from err
             target = self._ctx().resolve(item["path"])
@@ -369,7 +477,11 @@ def _a11y_reader() -> Any:
 
 __all__ = [
     "APP_ALIASES",
+    "CLIENT_PASSWORD",
     "HANDLED_PROGRAMS",
+    "HOME_FOLDERS",
+    "NO_SUDO",
+    "SUDO_STAND_IN",
     "SetupFailed",
     "SkipTask",
     "TERMINAL_ARGV",
@@ -377,4 +489,6 @@ __all__ = [
     "fill_placeholders",
     "launch_argv",
     "opens_terminal",
+    "sudo_rights",
+    "uses_sudo",
 ]

@@ -18,18 +18,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
+
+from agent_s.bench.cache import fetch_command, find_cached
 
 OSWORLD_HOME = "/home/user"
 COMMAND_TIMEOUT = 120.0
 
 
 class NeedsFileCache(RuntimeError):
-    """A file the task needs is not in the local file cache (or no cache was given)."""
+    """A file the task needs is not in the local file cache (or no cache was given); the
+    message names the URL and the command that fetches it (``fetch``, see ``cache``)."""
 
-    def __init__(self, url: str, cache_dir: Path | None) -> None:
+    def __init__(self, url: str, cache_dir: Path | None, fetch: str = "") -> None:
         where = f"not in {cache_dir}" if cache_dir else "no --file-cache folder given"
-        super().__init__(f"needs file cache: {url} ({where})")
+        fetch = fetch or fetch_command(None, cache_dir)
+        then = " and pass --file-cache CACHE" if cache_dir is None else ""
+        super().__init__(f"needs file cache: {url} ({where}); fetch with: {fetch}{then}")
         self.url = url
 
 
@@ -55,20 +60,17 @@ def map_text(text: str, home: Path) -> str:
     return text.replace(OSWORLD_HOME, str(home))
 
 
-def cache_lookup(file_cache: Path | None, url: str) -> Path:
-    """The local copy of an OSWorld file-cache URL: ``<cache>/<path after resolve/main/>``
-    (e.g. ``os/<task id>/setup.sh``), else ``<cache>/<file name>``."""
+def cache_lookup(file_cache: Path | None, url: str, *, fetch: str = "") -> Path:
+    """The local copy of an OSWorld file-cache URL (``cache.find_cached``: the manifest
+    ``agent-s bench cache`` writes, else ``<cache>/<path after resolve/main/>``, e.g.
+    ``os/<task id>/setup.sh``, else ``<cache>/<file name>``). ``fetch``: the command that
+    fills the cache, for the message of ``NeedsFileCache``."""
     if file_cache is None:
-        raise NeedsFileCache(url, None)
-    path = unquote(urlparse(url).path)
-    candidates = []
-    if "/resolve/main/" in path:
-        candidates.append(file_cache / path.split("/resolve/main/", 1)[1])
-    candidates.append(file_cache / Path(path).name)
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise NeedsFileCache(url, file_cache)
+        raise NeedsFileCache(url, None, fetch)
+    found = find_cached(file_cache, url)
+    if found is None:
+        raise NeedsFileCache(url, file_cache, fetch)
+    return found
 
 
 def run_task_command(
@@ -129,14 +131,15 @@ def get_vm_file(ctx: GetterContext, config: Mapping[str, Any]) -> Any:
 
 def get_cloud_file(ctx: GetterContext, config: Mapping[str, Any]) -> Any:
     """A reference file from the local file cache (``NeedsFileCache`` when it is missing)."""
+    fetch = str(ctx.extra.get("fetch_command") or "")
     if config.get("multi", False):
         found = [
-            _copy(ctx, cache_lookup(ctx.file_cache, url), dest)
+            _copy(ctx, cache_lookup(ctx.file_cache, url, fetch=fetch), dest)
             for url, dest in zip(config["path"], config["dest"], strict=True)
         ]
         return _pick(found, config)
     dest = config.get("dest") or Path(urlparse(config["path"]).path).name
-    return _copy(ctx, cache_lookup(ctx.file_cache, config["path"]), dest)
+    return _copy(ctx, cache_lookup(ctx.file_cache, config["path"], fetch=fetch), dest)
 
 
 def get_cache_file(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
@@ -282,3 +285,8 @@ __all__ = [
     "map_text",
     "run_task_command",
 ]
+
+# Getters of one kind each live in a module of their own, which adds them to GETTERS.
+import agent_s.bench.browser_getters  # noqa: E402, F401
+import agent_s.bench.desktop_getters  # noqa: E402, F401
+import agent_s.bench.relative_dates  # noqa: E402, F401

@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_s.bench.cache import missing_note
 from agent_s.bench.check import classify
 from agent_s.bench.distributed import RayBackend, Workers, run_worker
 from agent_s.bench.policies import PolicyName
-from agent_s.bench.tasks import Suite, Task
+from agent_s.bench.tasks import References, Suite, Task, load_references, reference_for
 from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
 
 if TYPE_CHECKING:
@@ -73,8 +74,12 @@ class RunOptions:
     eval_timeout: float = 300.0  # scoring (postconfig, getters, metrics) of one task
     backend: Backend = "local"
     address: str | None = None  # the Ray cluster (backend "ray"); None: RAY_ADDRESS or local
+    # reference solutions by task id (the reference policy); None: the file the package ships
+    references: References | None = None
 
     def __post_init__(self) -> None:
+        if self.references is None:
+            self.references = load_references()
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
         if self.backend not in ("local", "ray"):
@@ -145,6 +150,13 @@ class _Budget:
             return None if self.limit is None else max(self.limit - self.spent, 0.0)
 
 
+def _reference(options: RunOptions, task: Task) -> list[str] | None:
+    if options.policy != "reference":
+        return None
+    lines = reference_for(task, options.references or {})
+    return None if lines is None else list(lines)
+
+
 def _run_one(
     options: RunOptions,
     task: Task,
@@ -182,6 +194,7 @@ def _run_one(
         "width": options.width,
         "height": options.height,
         "eval_timeout": options.eval_timeout,
+        "reference": _reference(options, task),
     }
     if ray is None:
         code = run_worker(spec, folder, options.api_key, options.task_timeout, workers)
@@ -233,9 +246,17 @@ def run_suite(
             records[i] = record
             emit({"kind": "end", "task": task.id, "domain": task.domain, "record": record})
             continue
-        reasons = [str(r) for r in classify(task, file_cache=options.file_cache)]
-        if options.policy == "reference" and task.reference is None:
-            reasons.append("needs a reference solution: the task file has no 'reference'")
+        reasons = [
+            # a missing file: its URL and the command that fetches it (agent_s.bench.cache)
+            f"needs the file cache: {missing_note(task, options.file_cache) or r.detail}"
+            if r.category == "cache"
+            else str(r)
+            for r in classify(task, file_cache=options.file_cache)
+        ]
+        if options.policy == "reference" and _reference(options, task) is None:
+            reasons.append(
+                "needs a reference solution: neither the task file nor the references file has one"
+            )
         reason_text = "; ".join(reasons)
         if reasons:
             record = {

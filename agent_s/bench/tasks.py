@@ -8,6 +8,12 @@ A suite folder holds ``examples/<domain>/<id>.json`` and index files ``test_*.js
 domain to task ids (OSWorld's ``test_all.json`` layout). Fields other tools do not know are
 kept: ``reference`` (our suites' reference solution, a list of action calls in our syntax) and
 OSWorld-Verified's ``proxy``, ``fixed_ip`` and ``possibility_of_env_change``.
+
+Reference solutions for task files we do not write (OSWorld's own) live in a references file,
+``{task id: [action call, ...]}``; the package ships one for OSWorld (``REFERENCES_FILE``):
+
+    refs = load_references()                          # the shipped file, or load_references(path)
+    lines = reference_for(task, refs)                 # the file's entry, else the task's own
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from typing import Any, Literal
 
 Conj = Literal["and", "or"]
 _SUITES_PACKAGE = "agent_s.bench"
+REFERENCES_FILE = "_references/osworld.json"  # in the package's ``suites`` folder
+
+References = Mapping[str, tuple[str, ...]]
 
 
 class TaskFormatError(ValueError):
@@ -257,6 +266,36 @@ def _problem(err: Exception, path: Path) -> str:
     return str(err).removeprefix(f"{path}: ")
 
 
+def load_references(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
+    """A references file: ``{task id: [action call, ...]}`` (None: the file the package ships).
+    Keys starting with ``_`` are comments and left out."""
+    if path is None:
+        folder = resources.files(_SUITES_PACKAGE) / "suites"
+        text = folder.joinpath(*REFERENCES_FILE.split("/")).read_text("utf-8")
+        where = REFERENCES_FILE
+    else:
+        text, where = Path(path).expanduser().read_text(encoding="utf-8"), str(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(f"{where}: not JSON ({err})") from err
+    if not isinstance(data, Mapping):
+        raise TaskFormatError(f"{where}: a references file maps task ids to action lists")
+    refs: dict[str, tuple[str, ...]] = {}
+    for task_id, lines in data.items():
+        if str(task_id).startswith("_"):
+            continue
+        if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+            raise TaskFormatError(f"{where}: {task_id}: a reference is a list of action calls")
+        refs[str(task_id)] = tuple(lines)
+    return refs
+
+
+def reference_for(task: Task, references: References) -> tuple[str, ...] | None:
+    """The task's reference solution: the references file's entry, else the task file's own."""
+    return references.get(task.id, task.reference)
+
+
 def builtin_suites() -> list[str]:
     folder = resources.files(_SUITES_PACKAGE) / "suites"
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("_"))
@@ -291,14 +330,18 @@ def load_suite(name_or_path: str | Path, *, index: str | None = None) -> Suite:
 
 
 __all__ = [
+    "REFERENCES_FILE",
     "BadTaskFile",
     "Evaluator",
+    "References",
     "SetupStep",
     "Suite",
     "Task",
     "TaskFormatError",
     "builtin_suites",
     "load_index",
+    "load_references",
     "load_suite",
     "load_task",
+    "reference_for",
 ]

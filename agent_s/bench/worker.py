@@ -2,9 +2,10 @@
 
 pyautogui binds to ``$DISPLAY`` when first imported, and AT-SPI to the D-Bus session bus, so
 each task (with its own virtual desktop) runs in a fresh process. The spec (written by the
-runner into the task's folder) names the task file, the policy and, for the agent, the settings
-resolved once by ``bench run`` (``agent_s.settings.Settings.to_json``: no file or variable is
-read again for them); the API key, if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment
+runner into the task's folder) names the task file, the policy (with the reference solution to
+replay, from the references file or the task file) and, for the agent, the settings resolved
+once by ``bench run`` (``agent_s.settings.Settings.to_json``: no file or variable is read again
+for them); the API key, if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment
 variable, never in a file.
 
 The worker writes into the task folder: traj.jsonl, step_*.png, trajectory/, ``result.txt``
@@ -31,6 +32,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +89,8 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
     folder = Path(spec["folder"])
     task = load_task(spec["task_path"], domain=spec["domain"])
+    if spec.get("reference") is not None:  # the runner's references file, if it had one
+        task = replace(task, reference=tuple(spec["reference"]))
     policy = spec["policy"]
     record: dict[str, Any] = {
         "task_id": task.id,

@@ -91,8 +91,12 @@ class AnthropicProvider:
             else:
                 kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
             max_tokens += budget  # room for the thinking on top of the answer
-        elif request.temperature is not None and self.profile.accepts_temperature:
-            kwargs["temperature"] = request.temperature
+        else:
+            temperature = self.settings.temperature_for(
+                request.temperature, self.profile.accepts_temperature
+            )
+            if temperature is not None:
+                kwargs["temperature"] = temperature
         kwargs["max_tokens"] = max_tokens
         return kwargs
 

@@ -54,6 +54,10 @@ _HOSTED: tuple[tuple[str, str, str], ...] = (
     ("api.deepseek.com", "DeepSeek", "DEEPSEEK_API_KEY"),
     ("api.mistral.ai", "Mistral", "MISTRAL_API_KEY"),
     ("api.fireworks.ai", "Fireworks AI", "FIREWORKS_API_KEY"),
+    ("api.parasail.io", "Parasail", "PARASAIL_API_KEY"),
+    ("router.huggingface.co", "Hugging Face", "HF_TOKEN"),
+    ("api-inference.huggingface.co", "Hugging Face", "HF_TOKEN"),
+    ("endpoints.huggingface.cloud", "a Hugging Face endpoint", "HF_TOKEN"),
 )
 COMPATIBLE_KEY_ENV = "AGENT_S_COMPATIBLE_API_KEY"  # for a self-hosted server that wants a key
 
@@ -95,12 +99,29 @@ class ProviderSettings:
     # True: ``timeout_s`` is a base that grows with the request (``request_timeout``); False:
     # every attempt gets exactly ``timeout_s`` (a timeout the user set)
     scale_timeout: bool = False
+    # a temperature the user fixed: sent with every request as given (a request's own
+    # temperature is used only when this is None, and only where the profile accepts one)
+    temperature: float | None = None
+    # set: ``base_url`` is an Azure OpenAI resource (``https://NAME.openai.azure.com``) reached
+    # through the SDK's ``AzureOpenAI`` client with this ``api-version``; the model is the
+    # deployment's name
+    azure_api_version: str | None = None
 
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("a model name is required")
         if not self.timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ValueError(f"temperature must be between 0 and 2, got {self.temperature}")
+        if self.azure_api_version is not None and not self.base_url:
+            raise ValueError("an Azure OpenAI deployment needs its endpoint as base_url")
+
+    def temperature_for(self, requested: float | None, accepted: bool) -> float | None:
+        """The temperature to send: the one fixed here, else ``requested`` if ``accepted``."""
+        if self.temperature is not None:
+            return self.temperature
+        return requested if accepted else None
 
     @property
     def endpoint(self) -> Endpoint:
@@ -111,7 +132,8 @@ class ProviderSettings:
             f"ProviderSettings(api={self.api!r}, model={self.model!r}, "
             f"base_url={self.endpoint.base_url!r}, api_key={mask_secret(self.api_key)}, "
             f"key_source={self.key_source!r}, timeout_s={self.timeout_s}, "
-            f"scale_timeout={self.scale_timeout})"
+            f"scale_timeout={self.scale_timeout}, temperature={self.temperature}, "
+            f"azure_api_version={self.azure_api_version!r})"
         )
 
     def key_or_placeholder(self) -> str:

@@ -41,8 +41,16 @@ from agent_s.models.types import (
 
 
 def openai_client(settings: ProviderSettings, **extra: Any) -> openai.OpenAI:
-    """The SDK client: explicit key (placeholder for a local server), URL, timeout, no retries."""
+    """The SDK client: explicit key (placeholder for a local server), URL, timeout, no retries.
+
+    With ``azure_api_version`` it is the SDK's ``AzureOpenAI`` client over the resource at
+    ``base_url``: requests go to ``/openai/deployments/{model}/chat/completions?api-version=``
+    with the key in the ``api-key`` header.
+    """
     kwargs = sdk_client_kwargs(settings)
+    if settings.azure_api_version is not None:
+        kwargs["azure_endpoint"] = kwargs.pop("base_url")
+        return openai.AzureOpenAI(**kwargs, api_version=settings.azure_api_version, **extra)
     if settings.endpoint.is_azure:  # Azure's v1 endpoint reads the key from "api-key"
         kwargs["default_headers"] = {"api-key": kwargs["api_key"]}
     return openai.OpenAI(**kwargs, **extra)
@@ -101,13 +109,20 @@ class OpenAIChatProvider:
             else:
                 messages.append(self._message(message))
         limit_param = "max_completion_tokens" if self._hosted_openai else "max_tokens"
+        if self.settings.azure_api_version is not None and self.profile.accepts_temperature:
+            # every Azure api-version takes max_tokens for sampling models; only newer ones
+            # know max_completion_tokens, which reasoning models require
+            limit_param = "max_tokens"
         kwargs: dict[str, Any] = {
             "model": self.settings.model,
             "messages": messages,
             limit_param: output_limit(request, self.profile),
         }
-        if request.temperature is not None and self.profile.accepts_temperature:
-            kwargs["temperature"] = request.temperature
+        temperature = self.settings.temperature_for(
+            request.temperature, self.profile.accepts_temperature
+        )
+        if temperature is not None:
+            kwargs["temperature"] = temperature
         if self._hosted_openai and self.profile.reasoning_effort:
             kwargs["reasoning_effort"] = self.profile.reasoning_effort
         return kwargs

@@ -77,8 +77,11 @@ class OpenAIResponsesProvider:
         instructions = system_text(request.messages)
         if instructions:
             kwargs["instructions"] = instructions
-        if request.temperature is not None and self.profile.accepts_temperature:
-            kwargs["temperature"] = request.temperature
+        temperature = self.settings.temperature_for(
+            request.temperature, self.profile.accepts_temperature
+        )
+        if temperature is not None:
+            kwargs["temperature"] = temperature
         if self.profile.reasoning_effort:
             kwargs["reasoning"] = {"effort": self.profile.reasoning_effort}
         return kwargs

@@ -8,7 +8,7 @@
 It serves ``POST .../chat/completions`` (OpenAI Chat Completions), ``POST .../responses``
 (OpenAI Responses) and ``POST .../messages`` (Anthropic Messages), answering each request with
 the next step of its script (see ``scripted_replies``), or with ``script(request)`` when the
-script is a function. Every request is recorded (path, headers, parsed JSON).
+script is a function. Every request is recorded (path, query, headers, parsed JSON).
 
 It is strict: a request beyond the script, to an unknown path, with a body that is not JSON, or
 asking to stream is answered with an error status *and* recorded as an error; ``verify()``
@@ -68,6 +68,7 @@ class RecordedRequest:
     headers: Mapping[str, str]  # lower-case names
     body: Any  # the parsed JSON, or None
     raw: bytes = field(repr=False)
+    query: str = ""  # the URL's query string (Azure's ``api-version=...``), without the "?"
 
     def __repr__(self) -> str:
         shown = {k: ("***" if k in _SECRET_HEADERS else v) for k, v in self.headers.items()}
@@ -236,7 +237,7 @@ class ScriptedModelServer:
     def _record(self, handler: _Handler) -> RecordedRequest:
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length else b""
-        path = handler.path.split("?", 1)[0]
+        path, _, query = handler.path.partition("?")
         wire = next((w for suffix, w in _WIRES if path.endswith(suffix)), None)
         try:
             body = json.loads(raw) if raw else None
@@ -245,7 +246,7 @@ class ScriptedModelServer:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         with self._lock:
             request = RecordedRequest(
-                len(self._requests) + 1, handler.command, path, wire, headers, body, raw
+                len(self._requests) + 1, handler.command, path, wire, headers, body, raw, query
             )
             self._requests.append(request)
         return request
