@@ -22,6 +22,7 @@ from agent_s.cli import options, output
 from agent_s.cli.bench import bench_app
 from agent_s.cli.ground import ground
 from agent_s.cli.helptext import Command, Group
+from agent_s.cli.memory import memory_app
 from agent_s.cli.run import run
 
 app = typer.Typer(
@@ -138,6 +139,7 @@ def doctor(
 app.command("ground", cls=Command)(ground)
 app.command("run", cls=Command)(run)
 app.add_typer(bench_app, name="bench")
+app.add_typer(memory_app, name="memory")
 
 
 def main() -> None:

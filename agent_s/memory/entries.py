@@ -1,0 +1,176 @@
+"""What memory holds: entries with their provenance, skills and their hashes, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_s.errors import AgentSError
+
+Kind = Literal["run", "lesson", "skill"]
+KINDS: tuple[Kind, ...] = ("run", "lesson", "skill")
+
+
+class MemoryStoreError(AgentSError, RuntimeError):
+    """The memory file cannot be used; the message names the fix."""
+
+
+class SchemaTooNew(MemoryStoreError):
+    """The file was written by a newer agent-s than this one."""
+
+
+class TamperedEntry(MemoryStoreError):
+    """A skill's code no longer matches the sha256 stored with it."""
+
+
+# -- the data -----------------------------------------------------------------------------------
+
+_Frozen = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(BaseModel):
+    """Where an entry came from. ``verified`` is True only when a check confirmed the task's
+    success (a command's exit status, a benchmark's evaluator), never on the model's word."""
+
+    model_config = _Frozen
+    run_id: str = Field(min_length=1)  # the trajectory folder's name
+    steps: tuple[int, ...] = ()
+    created: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    model: str
+    verified: bool
+    task: str
+
+
+class RunSummary(BaseModel):
+    model_config = _Frozen
+    kind: Literal["run"] = "run"
+    status: str  # the run's outcome, e.g. "success", "failed", "max_steps"
+    summary: str
+    key_steps: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        return "\n".join([self.status, self.summary, *self.key_steps])
+
+
+class Lesson(BaseModel):
+    model_config = _Frozen
+    kind: Literal["lesson"] = "lesson"
+    worked: str = ""  # what worked
+    failed: str = ""  # what failed
+    why: str = ""  # and why
+
+    def text(self) -> str:
+        return "\n".join(part for part in (self.worked, self.failed, self.why) if part)
+
+
+class Skill(BaseModel):
+    """The exact code of a code-agent step (``python``/``bash``, ``code`` byte for byte) or the
+    exact action sequence of a GUI subtask (``actions``: one action call per item), with what
+    it takes and gives, the check that passed, and its parameters: literal values it shares
+    with its task (``{"file_1": "sales.csv"}``), which ``instantiate`` replaces."""
+
+    model_config = _Frozen
+    kind: Literal["skill"] = "skill"
+    description: str
+    language: Literal["python", "bash", "actions"]
+    code: str = ""
+    actions: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    check: str = ""  # the check that passed
+    parameters: dict[str, str] = Field(default_factory=dict)  # name -> the literal in the code
+
+    @property
+    def sha256(self) -> str:
+        return code_sha256(self)
+
+    def text(self) -> str:
+        return "\n".join([self.description, *self.inputs, *self.outputs, self.check])
+
+
+Body = Annotated[RunSummary | Lesson | Skill, Field(discriminator="kind")]
+
+
+def code_bytes(skill: Skill) -> bytes:
+    """The bytes a skill's hash is taken of: the code as UTF-8, or for an action sequence its
+    calls as a compact JSON list (so a newline inside a call cannot join two calls)."""
+    if skill.language == "actions":
+        return json.dumps(list(skill.actions), ensure_ascii=False, separators=(",", ":")).encode()
+    return skill.code.encode("utf-8", "surrogatepass")
+
+
+def code_sha256(skill: Skill) -> str:
+    return hashlib.sha256(code_bytes(skill)).hexdigest()
+
+
+class Entry(BaseModel):
+    """One stored entry, as read back (``id`` is the store's; ``retrieved`` counts its uses)."""
+
+    model_config = _Frozen
+    id: int
+    provenance: Provenance
+    body: Body
+    retrieved: int = 0
+    sha256: str | None = None  # skills only: sha256 of the code bytes
+
+    @property
+    def kind(self) -> Kind:
+        return self.body.kind
+
+
+class ExportedEntry(BaseModel):
+    """One line of an export: every field, provenance and hash included."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    format: Literal["agent-s-memory/1"] = "agent-s-memory/1"
+    id: int
+    kind: Kind
+    provenance: Provenance
+    body: Body
+    retrieved: int = Field(0, ge=0)
+    sha256: str | None = None
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-f]{64}", value):
+            raise ValueError("sha256 must be 64 lowercase hex digits")
+        return value
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: Entry
+    score: float  # higher is more relevant (bm25, unverified entries weighed down)
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    added: int
+    skipped: int  # already in the store
+
+
+__all__ = [
+    "KINDS",
+    "Body",
+    "Entry",
+    "ExportedEntry",
+    "Hit",
+    "ImportReport",
+    "Kind",
+    "Lesson",
+    "MemoryStoreError",
+    "Provenance",
+    "RunSummary",
+    "SchemaTooNew",
+    "Skill",
+    "TamperedEntry",
+    "code_bytes",
+    "code_sha256",
+]
