@@ -3,8 +3,10 @@
 Grounds one referring expression on the current screen (or on ``--image FILE``) and prints the
 point, the box, the grounder that answered and its evidence, and every grounder tried with the
 reason it did or did not answer (``--json`` for machines). ``--annotate OUT.png`` saves the
-screenshot with the point and box drawn on it. Exit codes: 0 found, 1 not found (the candidates
-seen are listed), 2 usage or setup error.
+screenshot with the point and box drawn on it. ``--explain`` lists, per grounder, every
+candidate it saw with its score (with ``--annotate``, draws them all: the answer in green, the
+other candidates in red, each labelled with its grounder and score). Exit codes: 0 found,
+1 not found (the candidates seen are listed), 2 usage or setup error.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from agent_s.grounding import (
     Observation,
     OcrGrounder,
 )
+from agent_s.grounding.chain import Explanation, explain
 from agent_s.grounding.transform import CONVENTIONS, Convention
 from agent_s.images import ImageSpec
 from agent_s.models.errors import AuthenticationError, ProviderUnavailable
@@ -61,18 +64,23 @@ def _observe(image: Path | None, err: Console) -> Observation:
             )
             raise typer.Exit(2) from error
         return Observation(Screenshot(pixels))
-    from agent_s.desktop.x11 import X11Backend
+    from agent_s.desktop.choose import choose_backend, open_backend
 
-    if not os.environ.get("DISPLAY"):
+    choice = choose_backend(os.environ)
+    if choice.kind is None:
+        if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            problem = escape(choice.reason)  # e.g. a GNOME Wayland session
+        else:
+            problem = "DISPLAY is not set"
         err.print(
-            "[red]no screen to ground on: DISPLAY is not set[/]; run inside an X session "
-            "(DISPLAY=:N) or pass --image FILE",
+            f"[red]no screen to ground on: {problem}[/]; run inside an X session "
+            "(DISPLAY=:N) or a sway session, or pass --image FILE",
             highlight=False,
             soft_wrap=True,
         )
         raise typer.Exit(2)
     try:
-        with X11Backend() as backend:
+        with open_backend() as backend:
             return Observation(backend.capture(), tuple(backend.windows()), backend.geometry())
     except AgentSError as error:
         err.print(
@@ -161,6 +169,62 @@ def annotate(observation: Observation, result: GroundingResult, out: Path) -> No
         observation.screenshot, result.point, result.box, label=result.grounder
     )
     picture.save(out)
+
+
+def explain_picture(
+    observation: Observation, explanations: list[Explanation], out: Path, *, per_grounder: int = 12
+) -> None:
+    """Save the screenshot with every grounder's candidates outlined (red, labelled with the
+    grounder and score; at most ``per_grounder`` each) and each answer (green, ringed)."""
+    drawn: list[marks.Mark] = []
+    answers: list[marks.Mark] = []
+    for explained in explanations:
+        for candidate in explained.candidates[:per_grounder]:
+            if candidate.box is not None:
+                label = f"{explained.grounder} {candidate.score:.2f}"
+                drawn.append(marks.Outline(candidate.box, marks.RED, width=1, label=label))
+        result = explained.result
+        if result is not None:
+            if result.box is not None:
+                answers.append(marks.Outline(result.box, marks.GREEN, label=explained.grounder))
+            answers.append(marks.Ring(result.point, radius=9, width=2))
+    marks.draw(observation.screenshot, [*drawn, *answers]).save(out)
+
+
+def _print_explanations(out: Console, explanations: list[Explanation]) -> None:
+    for explained in explanations:
+        out.print(
+            f"{explained.grounder}: {explained.outcome.replace('_', ' ')}, "
+            f"{len(explained.candidates)} candidate(s)",
+            highlight=False,
+        )
+        for candidate in explained.candidates[:20]:
+            out.print(
+                f"  {candidate.score:.2f}  {_p(candidate.describe())}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+
+
+def _explanations_json(explanations: list[Explanation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "grounder": e.grounder,
+            "outcome": e.outcome,
+            "reason": e.reason,
+            "candidates": [
+                {
+                    "text": c.text,
+                    "role": c.role,
+                    "score": c.score,
+                    "box": list(c.box.as_tuple()) if c.box else None,
+                }
+                for c in e.candidates
+            ],
+        }
+        for e in explanations
+    ]
 
 
 def _print_result(out: Console, result: GroundingResult) -> None:
@@ -267,6 +331,14 @@ def ground(
         Path | None, typer.Option("--annotate", help="Save the screenshot with point and box.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    explain_all: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="List every candidate each grounder saw, with scores "
+            "(drawn into the --annotate picture).",
+        ),
+    ] = False,
 ) -> None:
     """Where would the agent click? Ground EXPRESSION and print the point and the evidence.
 
@@ -294,13 +366,29 @@ def ground(
     observation = _observe(image, err)
     if image is not None and mode == "auto":
         err.print("accessibility skipped: --image is not the live screen", highlight=False)
+    explained: list[Explanation] | None = None
+    if explain_all:
+        explained = explain(grounder, expression, observation)
+        if not as_json:
+            _print_explanations(out, explained)
+        if annotate_to is not None:
+            try:
+                explain_picture(observation, explained, annotate_to.expanduser())
+            except (OSError, ValueError) as error:
+                err.print(f"cannot save {annotate_to}: {error}", markup=False, soft_wrap=True)
+                raise typer.Exit(2) from error
+            err.print(f"candidates drawn: {annotate_to}", highlight=False)
+            annotate_to = None  # the picture is the explanation's
     try:
         result = grounder.ground(expression, observation)
     except NotFound as error:
         if annotate_to is not None:
             err.print(f"not annotated: {expression!r} was not found", markup=False)
         if as_json:
-            out.print_json(json.dumps(_not_found_json(error)))
+            found = _not_found_json(error)
+            if explained is not None:
+                found["explain"] = _explanations_json(explained)
+            out.print_json(json.dumps(found))
         else:
             _print_not_found(out, error)
         raise typer.Exit(1) from error
@@ -331,6 +419,9 @@ def ground(
             raise typer.Exit(2) from error
         err.print(f"annotated screenshot: {annotate_to}", highlight=False)
     if as_json:
-        out.print_json(json.dumps({"found": True, **result.to_json()}))
+        answer = {"found": True, **result.to_json()}
+        if explained is not None:
+            answer["explain"] = _explanations_json(explained)
+        out.print_json(json.dumps(answer))
     else:
         _print_result(out, result)

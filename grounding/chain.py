@@ -9,6 +9,9 @@ the caller (and the model, as feedback) learns what was on the screen and why no
 A grounder answering below ``min_confidence`` does not end the chain when a later one may do
 better: its answer is kept and returned only if no later grounder answers more confidently.
 
+``explain`` asks every grounder of a chain and lists the candidates each saw, with scores
+(``agent-s ground --explain``).
+
 A grounder that found several elements fitting the description equally says so (``NotFound``
 with reason ``ambiguous``); a later model-free grounder that then answers with one of those same
 elements has only guessed, so its answer is refused too and the chain reports the ambiguity.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from agent_s.config import GroundMode as GroundMode  # re-exported: the names live with the settings
 from agent_s.grounding.types import (
@@ -99,6 +103,49 @@ class GroundingChain:
             candidates=tuple(ranked[:10]),
             attempts=tuple(attempts),
         )
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What one grounder saw for an expression: its ``candidates`` (best first, with scores),
+    whether and where it answered (``result``), or why not (``reason``)."""
+
+    grounder: str
+    outcome: AttemptOutcome
+    candidates: tuple[Candidate, ...]
+    result: GroundingResult | None = None
+    reason: str = ""
+
+
+def explain(grounder: Grounder, expression: str, observation: Observation) -> list[Explanation]:
+    """Every grounder of ``grounder`` (a chain's members, in order) asked for ``expression``,
+    each with the candidates it saw: a grounder that can list its candidates (OCR: every word
+    and detected control matching a phrase) lists them all; the others give their answer or
+    the candidates their ``NotFound`` named. For ``agent-s ground --explain``."""
+    members = grounder.grounders if isinstance(grounder, GroundingChain) else (grounder,)
+    out = []
+    for member in members:
+        listed: list[Candidate] = []
+        lister = getattr(member, "candidates", None)
+        try:
+            if callable(lister):
+                listed = list(lister(expression, observation))
+            result = member.ground(expression, observation)
+        except NotFound as err:
+            seen = listed or list(err.candidates)
+            out.append(Explanation(member.name, "not_found", tuple(seen), reason=str(err)))
+            continue
+        except GrounderUnavailable as err:
+            out.append(Explanation(member.name, "unavailable", tuple(listed), reason=str(err)))
+            continue
+        except (GroundingReplyError, ModelError, GroundingError) as err:
+            reason = f"{type(err).__name__}: {err}"
+            out.append(Explanation(member.name, "error", tuple(listed), reason=reason))
+            continue
+        if not listed:
+            listed = [Candidate(expression, result.confidence, result.box, "")]
+        out.append(Explanation(member.name, "answered", tuple(listed), result, result.evidence))
+    return out
 
 
 def _attempt(grounder: Grounder, outcome: AttemptOutcome, reason: str, start: float) -> Attempt:

@@ -200,6 +200,12 @@ def _by_context(query: Query, matches: list[Match], windows: Sequence[WindowInfo
 
 
 def _by_role(query: Query, matches: list[Match]) -> list[Match]:
+    if len("".join(query.phrase)) == 1:
+        # one character ("=", "0"): OCR's reading of a lone glyph is weak evidence, a glyph
+        # matched by its shape inside a control's outline is strong (grounders mark those)
+        shaped = [m for m in matches if m.data.get("glyph_control")]
+        if shaped:
+            return shaped
     if query.role is None:
         return matches
     agreeing = [m for m in matches if m.role_agrees]
@@ -347,7 +353,7 @@ def choose(
     if len(contenders) > 1:
         narrowed = _by_role(query, contenders)
         if len(narrowed) < len(contenders):
-            reasons.append(f"role {query.role}")
+            reasons.append(f"role {query.role}" if query.role else "a control's glyph")
         contenders = narrowed
     if len(contenders) > 1:
         narrowed = _by_context(query, contenders, windows)

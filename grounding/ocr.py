@@ -19,10 +19,19 @@ relation to an anchor text found first; ties are reported as ambiguous), optiona
 only the active window when the whole screen did not show the phrase (bitmap fonts and busy
 screens read better cropped), and turns the match into screen coordinates through the
 transform chain.
+
+The controls of the screenshot (``grounding.controls``: outlined boxes with their short labels
+read glyph by glyph, icons named by their shapes) are matched beside the lines of words, once
+per screenshot: "the = button", "+" or "the Close button" resolve to the control's whole box,
+and the same resolution (role, position, ordinal, relation) chooses among words and controls.
+Words inside a control whose short label the glyphs read clearly are not matched on their own
+(tesseract reads a lone "5" as "="). ``OcrGrounder.candidates`` lists every word and control
+matching an expression, for ``agent-s ground --explain``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import os
@@ -35,9 +44,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from PIL import Image, ImageFilter, ImageOps
+from PIL import Image, ImageChops, ImageFilter, ImageOps
 
 from agent_s.grounding import matching
+from agent_s.grounding.controls import Control, ControlDetector
 from agent_s.grounding.fields import field_beside
 from agent_s.grounding.query import Query, normalize, parse_query
 from agent_s.grounding.transform import CoordinateChain
@@ -253,10 +263,14 @@ def _order(raw: Sequence[tuple[str, Box, float, tuple[int, int, int]]]) -> tuple
 
 
 class OcrReader:
-    """Reads each (screenshot, region) once and keeps the last ``max_pages`` pages."""
+    """Reads each (screenshot, region) once and keeps the last ``max_pages`` pages; with
+    ``trim`` (default) only the part of the region that is not plain background is read."""
 
-    def __init__(self, engine: TesseractEngine | None = None, *, max_pages: int = 8) -> None:
+    def __init__(
+        self, engine: TesseractEngine | None = None, *, max_pages: int = 8, trim: bool = True
+    ) -> None:
         self.engine = engine or TesseractEngine()
+        self.trim = trim  # read only the part of a region that is not plain background
         self.max_pages = max_pages
         self.passes = 0  # OCR passes actually run (cache misses), for tests and benchmarks
         self._pages: OrderedDict[tuple[str, tuple[int, ...]], OcrPage] = OrderedDict()
@@ -278,23 +292,53 @@ class OcrReader:
                 self._pages.move_to_end(key)
                 return self._pages[key]
             start = time.perf_counter()
+            # only the part of the region that shows anything: a plain desktop around a
+            # window holds no text, and tesseract's time grows with the pixels it is given
+            read = _content(image, region) if self.trim else region
             crop = (
                 image
-                if region == full
-                else image.crop(
-                    (region.x, region.y, region.x + region.width, region.y + region.height)
-                )
+                if read == full
+                else image.crop((read.x, read.y, read.x + read.width, read.y + read.height))
             )
-            raw = [
-                (text, Box(box.x + region.x, box.y + region.y, box.width, box.height), conf, line)
-                for text, box, conf, line in self.engine.read(crop)
-            ]
+            raw = (
+                [
+                    (text, Box(box.x + read.x, box.y + read.y, box.width, box.height), conf, line)
+                    for text, box, conf, line in self.engine.read(crop)
+                ]
+                if read.width >= 4 and read.height >= 4
+                else []
+            )
             self.passes += 1
             page = OcrPage(_order(raw), region, time.perf_counter() - start, self.engine.name)
             self._pages[key] = page
             while len(self._pages) > self.max_pages:
                 self._pages.popitem(last=False)
             return page
+
+
+_MARGIN = 6  # pixels kept around the content read (tesseract wants a little space)
+
+
+def _content(image: Image.Image, region: Box) -> Box:
+    """The part of ``region`` that is not plain background: the box around every pixel that
+    differs from the colour three of the region's corners share (with ``_MARGIN`` around it);
+    the whole region when no three corners agree (a wallpaper, a window filling it)."""
+    left, top = region.x, region.y
+    right, bottom = region.x + region.width - 1, region.y + region.height - 1
+    corners = [image.getpixel((x, y)) for x, y in ((left, top), (right, top), (left, bottom))]
+    corners.append(image.getpixel((right, bottom)))
+    plain = max(corners, key=corners.count)
+    if corners.count(plain) < 3:
+        return region
+    area = image.crop((left, top, right + 1, bottom + 1))
+    backdrop = Image.new(area.mode, area.size, plain)
+    found = ImageChops.difference(area, backdrop).getbbox()
+    if found is None:
+        return Box(left, top, 1, 1)
+    x0, y0 = max(0, found[0] - _MARGIN), max(0, found[1] - _MARGIN)
+    x1 = min(region.width, found[2] + _MARGIN)
+    y1 = min(region.height, found[3] + _MARGIN)
+    return Box(left + x0, top + y0, x1 - x0, y1 - y0)
 
 
 def _active_region(observation: Observation, chain: CoordinateChain) -> Box | None:
@@ -314,13 +358,34 @@ class OcrGrounder:
     ``crop``: ``"fallback"`` (default) reads the whole screen, and the active window alone
     when the phrase was not found; ``"always"`` reads only the active window; ``"never"``
     only the whole screen.
+
+    ``controls`` (default: a new ``ControlDetector``; ``None`` to read words only) finds the
+    outlined controls of the screenshot and reads their short labels glyph by glyph, so that
+    "the = button" or "+" resolves to the button's box: one detection pass per screenshot,
+    merged with the words of the whole-screen page, shared by every grounding of the step.
     """
 
     name = "ocr"
 
-    def __init__(self, reader: OcrReader | None = None, *, crop: CropMode = "fallback") -> None:
+    def __init__(
+        self,
+        reader: OcrReader | None = None,
+        *,
+        crop: CropMode = "fallback",
+        controls: ControlDetector | None | Literal["default"] = "default",
+    ) -> None:
         self.reader = reader or OcrReader()
         self.crop = crop
+        self.controls = ControlDetector() if controls == "default" else controls
+
+    def detected(self, observation: Observation) -> tuple[Control, ...]:
+        """The controls detected on ``observation`` (merged with the whole screen's words),
+        from the one cached detection pass; () without a detector."""
+        if self.controls is None:
+            return ()
+        page = self.reader.page(observation)
+        image = observation.screenshot.image
+        return self.controls.page(observation.key, image, page.words).controls
 
     def _iter_pages(
         self, observation: Observation, chain: CoordinateChain
@@ -351,13 +416,17 @@ class OcrGrounder:
         candidates: list[Candidate] = []
         ocr_seconds = 0.0
         colour_of = matching.colour_reader(observation)
+        controls = self.detected(observation)
         for page, region in self._iter_pages(observation, chain):
             ocr_seconds += page.seconds
 
+            # the controls of the region read: a window-only page sees only that window's
+            shown = [c for c in controls if page.region.contains(c.region.center)]
+
             def find(
-                q: Query, page: OcrPage = page
+                q: Query, page: OcrPage = page, shown: Sequence[Control] = shown
             ) -> tuple[tuple[str, ...], list[matching.Match]] | None:
-                return _find(q, page, chain, observation)
+                return _find(q, page, chain, observation, shown)
 
             resolution = matching.resolve(query, find, observation.windows, colour_of)
             if resolution is None:
@@ -397,9 +466,9 @@ class OcrGrounder:
                 expression=expression,
                 point=box.center,
                 grounder=self.name,
-                confidence=matching.confidence(choice, query, phrase, glyph_cap=GLYPH_CONFIDENCE),
-                evidence=f"OCR ({region}) read {match.text!r} for {' '.join(phrase)!r} "
-                f"(score {match.score:.2f}){why}",
+                confidence=matching.confidence(choice, query, phrase, glyph_cap=_glyph_cap(match)),
+                evidence=f"OCR ({region}{_source(match)}) read {match.text!r} for "
+                f"{' '.join(phrase)!r} (score {match.score:.2f}){why}",
                 box=box,
                 details={
                     "words": match.data["words"],
@@ -408,7 +477,9 @@ class OcrGrounder:
                     "score": round(match.score, 3),
                     "matches": len(matches),
                     "region": region,
+                    "source": match.data.get("source", "words"),
                     "ocr_seconds": round(ocr_seconds, 3),
+                    "detect_seconds": round(self._detect_seconds(observation), 3),
                     "hints": list(query.hints),
                     "reasons": reasons,
                 },
@@ -422,6 +493,34 @@ class OcrGrounder:
             reason="no text matches",
             candidates=tuple(seen),
         )
+
+    def candidates(self, expression: str, observation: Observation) -> list[Candidate]:
+        """Everything on the whole screen that matches a phrase of ``expression``: words read
+        (role ``text``) and detected controls (role ``control``), best first; for
+        ``agent-s ground --explain``. Empty when the expression names nothing."""
+        try:
+            query = parse_query(expression)
+        except ValueError:
+            return []
+        chain = CoordinateChain(observation.screenshot, geometry=observation.geometry)
+        page = self.reader.page(observation)
+        controls = self.detected(observation)
+        seen: dict[tuple[str, Box], Candidate] = {}
+        for phrase in query.phrases:
+            single = dataclasses.replace(query, phrases=(phrase,))
+            found = _find(single, page, chain, observation, controls)
+            for match in found[1] if found is not None else []:
+                role = "control" if match.data.get("source") in ("glyphs", "ocr") else "text"
+                candidate = Candidate(match.text, round(min(1.0, match.score), 3), match.box, role)
+                key = (match.text, match.box)
+                if key not in seen or seen[key].score < candidate.score:
+                    seen[key] = candidate
+        return sorted(seen.values(), key=lambda c: -c.score)
+
+    def _detect_seconds(self, observation: Observation) -> float:
+        if self.controls is None:
+            return 0.0
+        return self.controls.seconds_for(observation.key)
 
     def span(self, start_phrase: str, end_phrase: str, observation: Observation) -> TextSpan:
         """Where to drag to select from ``start_phrase`` to ``end_phrase`` (the shortest span).
@@ -499,15 +598,83 @@ def _occurrences(phrase: tuple[str, ...], words: list[str]) -> list[tuple[float,
     return list(best.values())
 
 
+def _glyph_cap(match: matching.Match) -> float:
+    """The confidence a one-character label can have: a glyph read by shape inside a control's
+    outline is surer than one OCR read on its own (``GLYPH_CONFIDENCE``)."""
+    if match.data.get("source") == "glyphs":
+        return max(GLYPH_CONFIDENCE, min(0.9, float(match.data.get("read_score", 0.0))))
+    return GLYPH_CONFIDENCE
+
+
+def _source(match: matching.Match) -> str:
+    source = match.data.get("source")
+    return f", control read by {source}" if source in ("glyphs", "ocr") else ""
+
+
+def _control_matches(
+    query: Query,
+    phrase: tuple[str, ...],
+    controls: Sequence[Control],
+    page: OcrPage,
+    chain: CoordinateChain,
+    observation: Observation,
+) -> list[matching.Match]:
+    """The detected controls whose label is ``phrase``, each with the control's whole box (and
+    the indices of the page's words inside it, when OCR read any)."""
+    matches = []
+    for control in controls:
+        if control.kind not in ("button", "icon"):
+            continue
+        best: tuple[float, str] | None = None
+        for name in control.names:
+            words = [t for t in (normalize(w) for w in name.split()) if t]
+            hit = matching.best_window(phrase, words)
+            if hit is not None and (best is None or hit[0] > best[0]):
+                best = (hit[0], name)
+        if best is None:
+            continue
+        score, name = best
+        screen_box = chain.box_to_screen(control.region)
+        match = matching.Match(
+            text=name,
+            score=score * (0.9 + 0.1 * control.score),
+            box=screen_box,
+            isolated=True,
+            window=matching.window_at(screen_box, observation.windows),
+            data={
+                "words": name.split(),
+                "indices": [w.index for w in page.words if control.region.contains(w.box.center)],
+                "source": control.read_by,
+                "read_score": control.score,
+                "glyph_control": control.read_by == "glyphs",
+            },
+        )
+        matches.append(match)
+    return matches
+
+
 def _find(
-    query: Query, page: OcrPage, chain: CoordinateChain, observation: Observation
+    query: Query,
+    page: OcrPage,
+    chain: CoordinateChain,
+    observation: Observation,
+    controls: Sequence[Control] = (),
 ) -> tuple[tuple[str, ...], list[matching.Match]] | None:
-    """The matches of the query's phrase that matches best (see ``matching.best_phrase``)."""
-    lines = [segment for line in page.lines() for segment in _segments(line)]
+    """The matches of the query's phrase that matches best (see ``matching.best_phrase``):
+    lines of words, and the detected controls whose label is the phrase."""
+    # words inside a control whose short label the glyphs read clearly are OCR's misreading
+    # of that label ("=" for a "5"): the control's reading stands for them
+    read = [c.region for c in controls if c.read_by == "glyphs" and c.authoritative]
+    lines = [
+        segment
+        for line in page.lines()
+        for segment in _segments(line)
+        if not (read and all(any(b.contains(w.box.center) for b in read) for w in segment))
+    ]
     normal = [[normalize(w.text) for w in line] for line in lines]
     found: list[tuple[tuple[str, ...], list[matching.Match]]] = []
     for phrase in query.phrases:
-        matches = []
+        matches = _control_matches(query, phrase, controls, page, chain, observation)
         for line, words in zip(lines, normal, strict=True):
             hit = matching.best_window(phrase, words)
             if hit is None:
@@ -531,8 +698,22 @@ def _find(
                 match.role_agrees = screen_box.y - match.window.y < 48 or None
             matches.append(match)
         if matches:
-            found.append((phrase, matches))
+            found.append((phrase, _as_words_say(matches)))
     return matching.best_phrase(found)
+
+
+def _as_words_say(matches: list[matching.Match]) -> list[matching.Match]:
+    """A control whose label OCR read as well scores as those words do: the control gives the
+    box, not more certainty, so two equal labels stay equal whether or not the detector
+    outlined both (an undetected twin still ties, and is reported as ambiguous)."""
+    words = [m for m in matches if "source" not in m.data]
+    for match in matches:
+        if "source" not in match.data or len(match.text.replace(" ", "")) < 2:
+            continue
+        read = [w.score for w in words if match.box.contains(w.box.center)]
+        if read:
+            match.score = max(read)
+    return matches
 
 
 def _field_of(observation: Observation, chain: CoordinateChain, label: Box) -> Box | None:

@@ -363,6 +363,7 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
         TesseractEngine,
         TesseractOptions,
     )
+    from agent_s.grounding.controls import warm_glyphs
     from agent_s.models.endpoints import settings_from_env
     from agent_s.models.factory import build_provider
     from agent_s.testing.scripted_server import ScriptedModelServer
@@ -386,19 +387,39 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
         ocr = OcrGrounder()
         _run_grounder("a11y", lambda q: a11y.ground(q, observation), targets, tallies, app)
 
-        def ocr_cold(reader: Any) -> Callable[[Any], float]:
-            return lambda outcome: reader.seconds_for(observation)
+        def ocr_cold(g: Any) -> Callable[[Any], float]:  # the OCR and the detection passes
+            detector = g.controls
+            return lambda outcome: (
+                g.reader.seconds_for(observation)
+                + (detector.seconds_for(observation.key) if detector is not None else 0.0)
+            )
 
         def chain_cold(outcome: Any) -> float:
             used = any(a.grounder == "ocr" for a in getattr(outcome, "attempts", ()))
-            return ocr.reader.seconds_for(observation) if used else 0.0
+            return ocr_cold(ocr)(outcome) if used else 0.0
 
+        warm = time.perf_counter()
+        warm_glyphs()  # rendered once per process: not a cost of this screenshot
+        notes[app]["glyph_templates_s (once per process)"] = round(time.perf_counter() - warm, 2)
         _run_grounder(
-            "ocr", lambda q: ocr.ground(q, observation), targets, tallies, app, ocr_cold(ocr.reader)
+            "ocr", lambda q: ocr.ground(q, observation), targets, tallies, app, ocr_cold(ocr)
         )
         page = ocr.reader.page(observation)
-        notes[app]["ocr_pass_s"] = round(page.seconds, 2)
+        notes[app]["ocr_pass_s"] = round(page.seconds, 3)
+        notes[app]["detect_pass_s"] = round(ocr.controls.seconds_for(observation.key), 3)
         notes[app]["ocr_words"] = len(page.words)
+        notes[app]["controls"] = len(ocr.detected(observation))
+        # the OCR path before: words only, read from the whole screen (not trimmed to content)
+        baseline = OcrGrounder(OcrReader(trim=False), controls=None)
+        _run_grounder(
+            "ocr, words only (before)",
+            lambda q: baseline.ground(q, observation),
+            targets,
+            tallies,
+            app,
+            ocr_cold(baseline),
+        )
+        notes[app]["baseline_ocr_pass_s"] = round(baseline.reader.seconds_for(observation), 3)
         chain = GroundingChain([a11y, ocr])
         _run_grounder(
             "auto (a11y, ocr)",
@@ -415,7 +436,7 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
             targets,
             tallies,
             app,
-            ocr_cold(cropped.reader),
+            ocr_cold(cropped),
         )
         if args.ocr_variants:
             for label, options in (
@@ -432,7 +453,7 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
                     targets,
                     tallies,
                     app,
-                    ocr_cold(variant.reader),
+                    ocr_cold(variant),
                 )
         for label, (model, replies) in _model_replies(observation, targets).items():
             with ScriptedModelServer(replies) as server:
@@ -475,6 +496,17 @@ def _print(tallies: dict, apps: list[str], notes: dict) -> None:
     print("\nper application: targets, queries, OCR words and the one OCR pass (seconds)")
     for a in apps:
         print(f"  {a:<20} {notes.get(a, {})}")
+    shots = [n for n in notes.values() if "detect_pass_s" in n]
+    if shots:
+        now = statistics.median(n["ocr_pass_s"] + n["detect_pass_s"] for n in shots)
+        then = statistics.median(n["baseline_ocr_pass_s"] for n in shots)
+        detect = statistics.median(n["detect_pass_s"] for n in shots)
+        print(
+            f"\nper screenshot (median over applications): OCR pass + control detection "
+            f"{1000 * now:.0f} ms (detection alone {1000 * detect:.0f} ms); the OCR pass before "
+            f"(words only, whole screen) {1000 * then:.0f} ms; ratio {now / then:.2f}; "
+            f"{os.cpu_count()} cores, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}"
+        )
 
 
 # -- the corpus of descriptions written the way models write them ------------------------------
