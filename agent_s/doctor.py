@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from agent_s.desktop.choose import BackendChoice
     from agent_s.models.endpoints import ProviderSettings
 
 Status = Literal["ok", "fail", "warn"]
@@ -55,20 +56,17 @@ def run_checks(
 ) -> DoctorReport:
     """Run every check, on the current display or inside a fresh virtual desktop; then
     ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given."""
+    from agent_s.desktop.choose import choose_backend
+
     with _display(virtual, size) as display:
-        checks = [_tools()]
-        if display is None:
+        choice = choose_backend(os.environ)
+        checks = [_tools(choice.kind)]
+        if choice.kind is None:
             checks.append(
-                Check(
-                    "display",
-                    "fail",
-                    "DISPLAY is not set: no screen to see or act on",
-                    "run inside a desktop session, or pass --virtual to use a virtual desktop "
-                    f"({_APT} xvfb xauth openbox)",
-                )
+                Check("display", "fail", _no_backend(choice.reason), _no_backend_fix(choice.fix))
             )
         else:
-            checks.extend(_desktop_checks(display))
+            checks.extend(_desktop_checks(display or "", choice))
         checks.append(_tesseract())
         checks.append(_accessibility(display))
         checks.append(_code_containment())
@@ -82,32 +80,61 @@ def _display(virtual: bool, size: tuple[int, int]) -> Iterator[str | None]:
     if not virtual:
         yield os.environ.get("DISPLAY") or None
         return
+    from agent_s.desktop.choose import virtual_kind
     from agent_s.desktop.virtual import VirtualDesktop
 
-    with VirtualDesktop(*size, home="temp") as desk, desk.exported():
+    # AGENT_S_BACKEND=wayland: a headless sway desktop instead of Xvfb
+    kind = virtual_kind(os.environ)
+    with VirtualDesktop(*size, home="temp", kind=kind) as desk, desk.exported():
         yield desk.display
 
 
-def _tools() -> Check:
-    needed = {"xdotool": "xdotool", "xclip": "xclip", "xprop": "x11-utils"}
+def _no_backend(reason: str) -> str:
+    """Why no backend can drive this session; a session with neither display variable is
+    told so in the words a person checks first."""
+    if reason.startswith("no desktop session"):
+        return "DISPLAY is not set (nor WAYLAND_DISPLAY): no screen to see or act on"
+    return reason
+
+
+def _no_backend_fix(fix: str) -> str:
+    if "--virtual" in fix and "virtual desktop (--virtual)" in fix:
+        return f"{fix} ({_APT} xvfb xauth openbox)"
+    return fix
+
+
+def _tools(kind: str | None) -> Check:
+    if kind == "wayland":
+        from agent_s.desktop.wayland import REQUIRED_TOOLS
+
+        needed = dict(REQUIRED_TOOLS)
+    else:
+        needed = {"xdotool": "xdotool", "xclip": "xclip", "xprop": "x11-utils"}
     missing = sorted({pkg for exe, pkg in needed.items() if shutil.which(exe) is None})
     if missing:
         return Check(
             "tools", "fail", "missing: " + ", ".join(missing), f"{_APT} {' '.join(missing)}"
         )
-    return Check("tools", "ok", "xdotool, xclip and xprop are installed")
+    names = sorted(needed)
+    return Check("tools", "ok", f"{', '.join(names[:-1])} and {names[-1]} are installed")
 
 
-def _desktop_checks(display: str) -> list[Check]:
+def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
+    from agent_s.desktop.choose import open_backend
     from agent_s.desktop.ops import Point
-    from agent_s.desktop.x11 import X11Backend
+    from agent_s.desktop.wayland import WaylandBackend
     from agent_s.errors import AgentSError
 
     try:
-        backend = X11Backend()
+        backend = open_backend()
     except AgentSError as err:
-        return [Check("display", "fail", str(err), "check DISPLAY and that the X server runs")]
-    checks = [Check("display", "ok", f"X display {display} is reachable")]
+        where = "WAYLAND_DISPLAY and SWAYSOCK" if choice.kind == "wayland" else "DISPLAY"
+        return [Check("display", "fail", str(err), f"check {where} and that the server runs")]
+    if isinstance(backend, WaylandBackend):
+        what = f"Wayland display {backend.display} (sway) is reachable"
+    else:
+        what = f"X display {display} is reachable"
+    checks = [Check("display", "ok", f"{what}; {choice.kind} backend, chosen for {choice.reason}")]
 
     def attempt(name: str, body: Callable[[], Check]) -> None:
         try:
@@ -130,6 +157,17 @@ def _desktop_checks(display: str) -> list[Check]:
         return Check("capture", "ok", f"{w}x{h} screenshot in {ms:.0f} ms")
 
     def pointer() -> Check:
+        if isinstance(backend, WaylandBackend):
+            kinds = backend.input_devices()
+            missing = [k for k in ("pointer", "keyboard") if k not in kinds]
+            if missing:
+                return Check(
+                    "input",
+                    "fail",
+                    f"sway's seat has no virtual {' or '.join(missing)} from agent-s "
+                    f"(it lists {', '.join(kinds) or 'no devices'})",
+                    "use sway 1.5 or newer (virtual-pointer and virtual-keyboard protocols)",
+                )
         geometry = backend.geometry()
         left, top, width, height = geometry.bounds
         target = Point(left + width // 2 + 7, top + height // 2 + 3)
@@ -137,11 +175,20 @@ def _desktop_checks(display: str) -> list[Check]:
         seen = backend.pointer()
         if seen != target:
             return Check("input", "fail", f"moved the pointer to {target}, it is at {seen}")
+        if isinstance(backend, WaylandBackend):  # Wayland lets no client read the pointer
+            return Check(
+                "input",
+                "ok",
+                f"virtual pointer and keyboard are on sway's seat; pointer moved to "
+                f"({target.x}, {target.y})",
+            )
         return Check("input", "ok", f"pointer moved to ({target.x}, {target.y}) and read back")
 
     attempt("screen", screen)
     attempt("capture", capture)
     attempt("input", pointer)
+    if isinstance(backend, WaylandBackend):
+        backend.close()
     return checks
 
 

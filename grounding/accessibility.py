@@ -439,19 +439,26 @@ class AccessibilityGrounder:
         )
 
 
+_DECORATION = 64  # at most this many screen pixels of frame left of and above a window's client
+
+
 def toolkit_scales(elements: Sequence[Element], windows: Sequence[WindowInfo]) -> dict[int, int]:
     """The applications (by pid) that report extents at a scale of their own (2 for GTK at
     ``GDK_SCALE=2`` on X11), and that scale: a top-level frame whose extents, so scaled, hold
     the centre of the window of the same pid and title, and whose width and height are both
     about that many times smaller than the window's (the frame's extents include the window
-    manager's decorations, so the ratio is a little under the scale). Other applications'
-    extents are screen coordinates already."""
+    manager's decorations, so the ratio is a little under the scale). A window of another
+    title is compared only when it is its application's one window (a title can change
+    between the two reads), and then the scaled frame must also start where the window does
+    (give or take the decorations). Other applications' extents are screen coordinates
+    already."""
     scales: dict[int, int] = {}
     for element in elements:
         if element.role not in _TOP_LEVEL_ROLES or not element.pid or element.pid in scales:
             continue
-        for window in windows:
-            if window.pid != element.pid or window.title != element.name:
+        own = [w for w in windows if w.pid == element.pid]
+        for window in own:
+            if window.title != element.name and len(own) > 1:
                 continue
             ratio_x = window.width / element.box.width
             ratio_y = window.height / element.box.height
@@ -459,9 +466,15 @@ def toolkit_scales(elements: Sequence[Element], windows: Sequence[WindowInfo]) -
             if scale < 2 or round(ratio_y) != scale:
                 continue
             centre = Point(window.x + window.width // 2, window.y + window.height // 2)
-            if extents_to_screen(element.box, scale).contains(centre):
-                scales[element.pid] = scale
-                break
+            scaled = extents_to_screen(element.box, scale)
+            if not scaled.contains(centre):
+                continue
+            if window.title != element.name and not (
+                0 <= window.x - scaled.x <= _DECORATION and 0 <= window.y - scaled.y <= _DECORATION
+            ):
+                continue
+            scales[element.pid] = scale
+            break
     return scales
 
 

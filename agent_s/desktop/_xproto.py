@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import Xlib.display
@@ -110,6 +110,70 @@ def randr_monitors(x: Xlib.display.Display) -> list[Monitor]:
         if m.width_in_pixels and m.height_in_pixels
     ]
     return sorted(monitors, key=lambda m: (not m.primary, m.x, m.y))
+
+
+class _SetMonitor(rq.Request):
+    _request = rq.Struct(
+        rq.Card8("opcode"),
+        rq.Opcode(43),
+        rq.RequestLength(),
+        rq.Window("window"),
+        # a MONITORINFO, inline
+        rq.Card32("name"),
+        rq.Bool("primary"),
+        rq.Bool("automatic"),
+        rq.LengthOf("outputs", 2),
+        rq.Int16("x"),
+        rq.Int16("y"),
+        rq.Card16("width_in_pixels"),
+        rq.Card16("height_in_pixels"),
+        rq.Card32("width_in_millimeters"),
+        rq.Card32("height_in_millimeters"),
+        rq.List("outputs", rq.Card32Obj),
+    )
+
+
+def set_randr_monitors(x: Xlib.display.Display, monitors: Sequence[Monitor]) -> None:
+    """Define RandR 1.5 monitors (what ``xrandr --setmonitor`` does), so that one X screen
+    shows as several monitors to clients (RandR, and Xinerama, which the X server answers
+    from the same list: window managers place and maximise windows on them).
+
+    The first monitor takes over the screen's first output (which replaces the server's
+    automatic monitor for it) and is primary unless another is marked so; the others have no
+    output. Monitors are named by ``Monitor.name`` (``monitor-N`` when empty).
+    """
+    if not monitors:
+        raise ValueError("no monitors to set")
+    if not x.has_extension("RANDR"):
+        raise ValueError("the X server has no RandR extension")
+    opcode = x.display.get_extension_major("RANDR")
+    version = _QueryVersion(display=x.display, opcode=opcode, major_version=1, minor_version=5)
+    if (version.major_version, version.minor_version) < (1, 5):
+        raise ValueError(
+            f"the X server's RandR is {version.major_version}.{version.minor_version}; "
+            "monitors need 1.5"
+        )
+    root = x.screen().root
+    outputs = list(root.xrandr_get_screen_resources().outputs)
+    primary = next((i for i, m in enumerate(monitors) if m.primary), 0)
+    for index, m in enumerate(monitors):
+        # physical size at 96 dpi, so toolkits that read it see an ordinary screen
+        _SetMonitor(
+            display=x.display,
+            opcode=opcode,
+            window=root,
+            name=x.intern_atom(m.name or f"monitor-{index}"),
+            primary=index == primary,
+            automatic=False,
+            x=m.x,
+            y=m.y,
+            width_in_pixels=m.width,
+            height_in_pixels=m.height,
+            width_in_millimeters=round(m.width * 25.4 / 96),
+            height_in_millimeters=round(m.height * 25.4 / 96),
+            outputs=outputs[:1] if index == 0 else [],
+        )
+    x.sync()
 
 
 # -- EWMH windows ---------------------------------------------------------------------------------

@@ -11,6 +11,14 @@ until it is done (``lifecycle.deferred``).
     with VirtualDesktop(1280, 800, home="temp") as desk:
         desk.launch(["xterm"])
         ...  # desk.env has DISPLAY, XAUTHORITY, DBUS_SESSION_BUS_ADDRESS, HOME for clients
+
+Several monitors: ``VirtualDesktop(monitors="1280x800,1024x768+1280+300")`` (or a sequence of
+``Monitor``) makes one X screen the size of the box around them and defines the monitors in
+it with RandR 1.5 (as ``xrandr --setmonitor`` does). Debian's Xvfb can also join several
+``-screen``s with ``+xinerama``, but only side by side and without RandR; monitors defined
+this way can have any offset and size, and clients see them both through RandR and through
+Xinerama (which the server answers from the same list), so openbox places and maximises
+windows on them. The area of the screen outside every monitor exists but shows nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 from agent_s import lifecycle
 from agent_s.desktop._watchdog import (
@@ -38,6 +46,7 @@ from agent_s.desktop._watchdog import (
     marked_processes,
     write_state,
 )
+from agent_s.desktop.base import Monitor
 from agent_s.errors import DesktopSetupError
 from agent_s.redact import without_secrets
 
@@ -80,6 +89,59 @@ HOST_SESSION_VARS = (
     "NO_AT_BRIDGE",
 )
 _REQUIRED = ("Xvfb", "xauth")
+DesktopKind = Literal["x11", "wayland"]
+_LAYOUT_HELP = (
+    "monitors are given as WxH or WxH+X+Y, comma-separated (e.g. 1280x800,1024x768+1280+300); "
+    "a monitor without a position goes right of the one before it, top-aligned"
+)
+
+
+def parse_monitors(text: str) -> tuple[Monitor, ...]:
+    """Monitors from ``"1280x800,1024x768+1280+300"``: each ``WxH`` or ``WxH+X+Y``; one
+    without a position goes right of the one before it, top-aligned (the first at 0, 0). The
+    first is primary. Raises ``ValueError`` naming the format for anything else."""
+    found: list[Monitor] = []
+    for index, part in enumerate(p.strip() for p in text.split(",")):
+        size, plus, place = part.partition("+")
+        w, x_sep, h = size.lower().partition("x")
+        try:
+            width, height = int(w), int(h)
+            if plus:
+                px, _, py = place.partition("+")
+                left, top = int(px), int(py)
+            elif found:
+                left, top = found[-1].x + found[-1].width, found[-1].y
+            else:
+                left, top = 0, 0
+        except ValueError:
+            raise ValueError(f"bad monitor {part!r} in {text!r}: {_LAYOUT_HELP}") from None
+        if not x_sep:
+            raise ValueError(f"bad monitor {part!r} in {text!r}: {_LAYOUT_HELP}")
+        found.append(Monitor(left, top, width, height, primary=index == 0, name=f"VM-{index}"))
+    return _checked_monitors(found)
+
+
+def _checked_monitors(monitors: Sequence[Monitor]) -> tuple[Monitor, ...]:
+    """Monitors a virtual screen can hold: sizes 64..16384, positions from 0, at most 16."""
+    if not monitors:
+        raise ValueError(f"no monitors given: {_LAYOUT_HELP}")
+    if len(monitors) > 16:
+        raise ValueError(f"at most 16 monitors, not {len(monitors)}")
+    for m in monitors:
+        if not (64 <= m.width <= 16384 and 64 <= m.height <= 16384):
+            raise ValueError(f"monitor size {m.width}x{m.height} is outside 64..16384")
+        if m.x < 0 or m.y < 0 or m.x + m.width > 16384 or m.y + m.height > 16384:
+            raise ValueError(
+                f"monitor {m.width}x{m.height}+{m.x}+{m.y} must lie within 0..16384 on both axes "
+                "(positions are from the top-left corner of the screen, never negative)"
+            )
+    names = [m.name or f"VM-{i}" for i, m in enumerate(monitors)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"monitor names must differ, got {names}")
+    return tuple(
+        Monitor(m.x, m.y, m.width, m.height, primary=m.primary, name=name)
+        for m, name in zip(monitors, names, strict=True)
+    )
 
 
 @contextlib.contextmanager
@@ -121,11 +183,25 @@ def _read_line(fd: int, timeout: float, what: str) -> str:
 
 
 class VirtualDesktop:
-    """An X11 desktop that exists only in memory, started and stopped by this object.
+    """An X11 desktop that exists only in memory, started and stopped by this object
+    (``kind="wayland"``: a headless sway desktop, see ``wayland_virtual``).
 
     ``home``: ``None`` keeps the caller's HOME; ``"temp"`` makes a fresh HOME that ``stop()``
-    deletes; a path uses (and creates) that folder and leaves it in place.
+    deletes; a path uses (and creates) that folder and leaves it in place. ``monitors``: several
+    monitors (``"1280x800,1024x768+1280+300"`` or ``Monitor``s, see ``parse_monitors``); the
+    screen is then the box from 0, 0 around them, and ``width``/``height`` must be left as
+    they are or give that size.
     """
+
+    def __new__(cls, *args: Any, kind: DesktopKind = "x11", **kwargs: Any) -> VirtualDesktop:
+        """``kind="wayland"`` makes a headless sway desktop instead (``wayland_virtual``)."""
+        if kind not in ("x11", "wayland"):
+            raise ValueError(f"kind must be 'x11' or 'wayland', got {kind!r}")
+        if kind == "wayland" and cls is VirtualDesktop:
+            from agent_s.desktop.wayland_virtual import WaylandDesktop
+
+            return super().__new__(WaylandDesktop)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -137,7 +213,25 @@ class VirtualDesktop:
         window_manager: bool = True,
         accessibility: bool = True,
         start_timeout: float = 20.0,
+        monitors: str | Sequence[Monitor] | None = None,
+        kind: DesktopKind = "x11",
     ) -> None:
+        self.kind: DesktopKind = kind
+        self.monitors: tuple[Monitor, ...] = ()
+        if monitors is not None:
+            self.monitors = (
+                parse_monitors(monitors)
+                if isinstance(monitors, str)
+                else _checked_monitors(monitors)
+            )
+            right = max(m.x + m.width for m in self.monitors)
+            bottom = max(m.y + m.height for m in self.monitors)
+            if (width, height) not in ((1280, 800), (right, bottom)):
+                raise ValueError(
+                    f"a {width}x{height} screen does not fit the monitors, whose box is "
+                    f"{right}x{bottom}: leave width and height out when giving monitors"
+                )
+            width, height = right, bottom
         if not (64 <= width <= 16384 and 64 <= height <= 16384):
             raise ValueError(f"screen size {width}x{height} is outside 64..16384")
         if depth not in (16, 24):
@@ -382,6 +476,31 @@ class VirtualDesktop:
         runtime.mkdir(mode=0o700)
         self.env = self._base_env()
         self.env.update(DISPLAY=self.display, XAUTHORITY=str(auth), XDG_RUNTIME_DIR=str(runtime))
+        if len(self.monitors) > 1:
+            self._set_monitors()
+
+    def _set_monitors(self) -> None:
+        """Define the monitors on the X screen (RandR 1.5) before any client starts."""
+        import Xlib.display
+        import Xlib.error
+
+        from agent_s.desktop import _xproto
+
+        try:
+            with temporary_environ(XAUTHORITY=self.env["XAUTHORITY"]):
+                x = Xlib.display.Display(self.display)
+            try:
+                _xproto.set_randr_monitors(x, self.monitors)
+                got = {(m.x, m.y, m.width, m.height) for m in _xproto.randr_monitors(x)}
+            finally:
+                x.close()
+        except (Xlib.error.XError, Xlib.error.DisplayError, OSError, ValueError) as err:
+            raise DesktopSetupError(f"cannot set the virtual desktop's monitors: {err}") from err
+        wanted = {(m.x, m.y, m.width, m.height) for m in self.monitors}
+        if got != wanted:
+            raise DesktopSetupError(
+                f"the X server shows monitors {sorted(got)}, not the {sorted(wanted)} asked for"
+            )
 
     def _spawn_reporting(
         self, argv: Callable[[int], list[str]], env: dict[str, str], what: str
@@ -503,5 +622,6 @@ __all__ = [
     "SESSION_VARS",
     "VirtualDesktop",
     "marked_processes",
+    "parse_monitors",
     "temporary_environ",
 ]
