@@ -5,6 +5,7 @@ not on a described machine; ``--assume``; and the counts on OSWorld's 369 task f
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +213,7 @@ def test_sudo_met_only_with_rights_and_a_harness_that_runs_it() -> None:
 
 def test_getters_metrics_and_setup_steps_we_lack() -> None:
     task = _task(
-        [_step("update_browse_history", history=[]), _step("sleep", seconds=1)],
+        [_step("no_such_step", history=[]), _step("sleep", seconds=1)],
         evaluator={
             "func": ["no_such_metric", "exact_match"],
             "result": [{"type": "no_such_getter"}, _rule()],
@@ -222,7 +223,7 @@ def test_getters_metrics_and_setup_steps_we_lack() -> None:
     assert _unmet(task) == [
         ("getter", "no_such_getter"),
         ("metric", "no_such_metric"),
-        ("setup", "update_browse_history"),
+        ("setup", "no_such_step"),
     ]
     everything = Machine(which=_everything, sudo=True, assume=frozenset(parse_assume("all")))
     assert len(_unmet(task, everything)) == 3  # code we lack is never assumed
@@ -250,10 +251,32 @@ def test_vscode_google_and_gnome() -> None:
         [
             _step("execute", command=["gsettings", "set", "org.gnome.desktop.session", "x", "1"]),
             _step("launch", command=["nautilus", "/home/user"]),
-            _step("execute", command="export A='unix:path=/run/user/1000/bus'\nxdg-open ~"),
+            _step(
+                "execute",
+                command="export A='unix:path=/run/user/1000/bus'\ngnome-terminal",
+                **SHELL,
+            ),
+            _step("execute", command=["bash", "-c", "killall gnome-terminal-server"]),
         ]
     )
-    assert _unmet(gnome) == [("gnome", "/run/user/1000, gsettings")]
+    # GNOME's settings and terminal without GNOME Shell: apps, met when installed; OSWorld's
+    # runtime folder is the desktop's own (nothing to need)
+    assert _unmet(gnome) == []
+    apps = [n.detail for n in _needs(gnome)["app"]]
+    assert apps == [
+        "gsettings",
+        "nautilus",
+        "gnome-terminal",
+        "killall",
+        "gsettings schema org.gnome.desktop.session",
+    ]
+    assert "gnome" not in _needs(gnome)
+    bare = Machine(which=lambda n: None if n in ("gsettings", "gnome-terminal") else "/bin/" + n)
+    assert _unmet(gnome, bare) == [
+        ("app", "gsettings"),
+        ("app", "gnome-terminal"),
+        ("app", "gsettings schema org.gnome.desktop.session"),
+    ]
     # Nautilus runs on any desktop: an app, met when installed
     assert ("app", "nautilus") in _unmet(gnome, Machine(which=_nothing))
     wallpaper = _task(
@@ -263,7 +286,49 @@ def test_vscode_google_and_gnome() -> None:
             "expected": {"type": "vm_file", "path": "/home/user/w.png", "dest": "x.png"},
         }
     )
-    assert _unmet(wallpaper) == [("gnome", "wallpaper (gsettings)")]
+    assert _unmet(wallpaper) == []
+    assert _unmet(wallpaper, Machine(which=_nothing)) == [
+        ("app", "gsettings"),
+        ("app", "gsettings schema org.gnome.desktop.background"),
+    ]
+    # only GNOME Shell itself is "gnome": its programs and its D-Bus name
+    shell = _task(
+        [
+            _step("execute", command=["gnome-extensions", "enable", "x@y"]),
+            _step("execute", command="gdbus call --session --dest org.gnome.Shell --object-path /"),
+        ]
+    )
+    assert _unmet(shell) == [("gnome", "gnome-extensions, org.gnome.Shell")]
+
+
+def test_gsettings_schemas_and_the_dconf_backend_are_read_from_the_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the real ``which``: a schema is met when a ``*.gschema.xml`` declares it (in
+    ``GSETTINGS_SCHEMA_DIR`` or a data folder), ``gsettings`` when the dconf backend is there."""
+    from agent_s.bench import check
+
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "org.example.demo.gschema.xml").write_text(
+        '<schemalist><schema id="org.example.demo" path="/org/example/demo/">'
+        '<key name="on" type="b"><default>false</default></key></schema></schemalist>'
+    )
+    monkeypatch.setenv("GSETTINGS_SCHEMA_DIR", str(schemas))
+    monkeypatch.setenv("XDG_DATA_DIRS", str(tmp_path / "nowhere"))
+    check.installed_schemas.cache_clear()
+    try:
+        found = check.installed_schemas()
+        assert found == {"org.example.demo"}
+        has_gsettings = shutil.which("gsettings") is not None
+        assert check.app_installed("gsettings schema org.example.demo") == has_gsettings
+        assert not check.app_installed("gsettings schema org.gnome.shell")
+    finally:
+        check.installed_schemas.cache_clear()
+    gio = Path("/usr/lib").glob("*/gio/modules/libdconfsettings.so")
+    dconf = any(gio) or Path("/usr/lib/gio/modules/libdconfsettings.so").is_file()
+    assert check.dconf_backend_installed() == dconf
+    assert check.app_installed("gsettings") == (has_gsettings and dconf)
 
 
 def test_assume_words() -> None:
@@ -340,8 +405,12 @@ def test_osworld_needs_offline_and_with_cache_and_internet_assumed() -> None:
     suite = load_suite(OSWORLD)
     vs_code = next(suite.tasks(["vs_code"]))
     assert any(n["category"] == "vscode" for n in by_id[vs_code.id]["needs"])
-    gnome = [t for t in offline["tasks"] if any(r["category"] == "gnome" for r in t["reasons"])]
-    assert any("gsettings" in r["detail"] for t in gnome for r in t["reasons"])
+    # GNOME's settings are apps (gsettings and each schema), no task needs GNOME Shell itself
+    assert needs["gnome"]["tasks"] == 0
+    favorites = by_id["ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3"]["needs"]
+    assert {("app", "gsettings"), ("app", "gsettings schema org.gnome.shell")} <= {
+        (n["category"], n["detail"]) for n in favorites
+    }
 
 
 @needs_osworld

@@ -130,7 +130,7 @@ def test_placeholders_terminal_and_aliases() -> None:
     assert opens_terminal(["python", "-c", "pyautogui.hotkey('ctrl', 'alt', 't')"])
     assert opens_terminal('pyautogui.hotkey("ctrl","alt","t")')
     assert not opens_terminal(["python", "-c", "pyautogui.hotkey('ctrl', 's')"])
-    assert launch_argv(["gnome-terminal"])[0] == "xterm"
+    assert launch_argv(["gnome-terminal"])[0] == "lxterminal"
     assert launch_argv(["google-chrome", "--x"])[0] == "chromium"
     assert launch_argv(["mousepad", "a.txt"]) == ["mousepad", "a.txt"]
 

@@ -19,8 +19,17 @@ Each task gets every need that applies, each either met here or not (an unmet ne
   harness does not have;
 - ``vscode``: Visual Studio Code (not shipped by Debian), met when ``code`` is installed;
 - ``google``: a Google account (Google Drive steps and getters, Google log-ins), never met;
-- ``gnome``: a GNOME-only feature (gsettings keys, the GNOME session bus, GNOME's terminal
-  server and wallpaper), never met on this harness's openbox desktop.
+- ``gnome``: what only a running GNOME Shell does (``gnome-shell``, ``gnome-extensions``, the
+  Shell's D-Bus name ``org.gnome.Shell``, GNOME's session and control center), never met on
+  this harness's openbox desktop.
+
+GNOME's settings and programs that work without the Shell are apps: ``gsettings`` (met when
+GLib's tool and the dconf backend are installed: each task desktop has its own session bus,
+and dconf keeps the settings under its HOME), each schema a ``gsettings`` command names
+(``gsettings schema org.gnome.shell``, met when a ``*.gschema.xml`` declares it, e.g. from
+``gnome-shell-common``), ``gnome-terminal`` (and its server), and the wallpaper getter's
+``gsettings``. OSWorld's ``/run/user/1000`` (its user's runtime folder and session bus) is
+the task desktop's own runtime folder (``environment``), so it needs nothing more.
 
 ``assume`` marks needs as met whatever this machine has (``{"cache", "internet"}``: what
 would run with a full file cache and the internet). The classification is static: it reads
@@ -43,7 +52,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from agent_s.bench.environment import HANDLED_PROGRAMS, TaskEnvironment, launch_argv
+from agent_s.bench.environment import (
+    HANDLED_PROGRAMS,
+    TERMINAL_ARGV,
+    TaskEnvironment,
+    launch_argv,
+)
 from agent_s.bench.getters import GETTERS, NeedsFileCache, cache_lookup
 from agent_s.bench.metrics import known_metric
 from agent_s.bench.tasks import SetupStep, Task
@@ -71,8 +85,16 @@ SETUP_STEPS = frozenset(
 )
 GOOGLE_STEPS = {"googledrive", "login"}
 GOOGLE_GETTERS = {"googledrive_file"}
-#: Getters that read what only a GNOME session has (its wallpaper setting, its terminal).
-GNOME_GETTERS = {"vm_wallpaper": "wallpaper (gsettings)", "vm_terminal_output": "gnome-terminal"}
+#: Getters that read a GNOME setting or program, and the apps (and schemas) each needs.
+GNOME_GETTERS: Mapping[str, tuple[str, ...]] = {
+    "vm_wallpaper": ("gsettings", "gsettings schema org.gnome.desktop.background"),
+}
+#: Getters that read an app of the task's desktop, and the apps each needs.
+GETTER_APPS: Mapping[str, tuple[str, ...]] = {"vm_terminal_output": (TERMINAL_ARGV[0],)}
+#: Where GLib looks for settings schemas (below each XDG data folder) and the dconf backend.
+SCHEMA_FOLDER = "glib-2.0/schemas"
+DCONF_BACKEND = "gio/modules/libdconfsettings.so"
+SCHEMA_PREFIX = "gsettings schema "
 #: Getters that load a web page themselves (OSWorld opens it in the browser or fetches it).
 WEB_GETTERS = {
     "pdf_from_url",
@@ -90,7 +112,7 @@ APPS = {
     "thunderbird": "thunderbird",
     "vlc": "vlc",
     "vs_code": "code",
-    "terminal": "xterm",
+    "terminal": TERMINAL_ARGV[0],
 }
 #: LibreOffice's components: the library each needs in its program folder.
 OFFICE_PARTS = {
@@ -156,9 +178,20 @@ _SHELL_WORDS = frozenset(
 )
 _PROGRAM = re.compile(r"^(?:/[\w.+-]+)*/?[A-Za-z_][\w.+-]*$")  # a name or absolute path
 _OURS = frozenset({"python", "python3", "sh", "bash"})  # our interpreter and shells
-_GNOME_TEXT = re.compile(r"\bgsettings\b|\bdconf\b|/run/user/1000|\bgnome-terminal-server\b")
-#: GNOME's settings tools and session programs (Nautilus and ``gio`` run on any desktop: apps).
-_GNOME_PROGRAMS = re.compile(r"^(gsettings|dconf|gnome-(?!terminal$)[a-z-]+)$")
+#: What only a running GNOME Shell answers: its D-Bus name (``gdbus call --dest org.gnome.Shell``).
+_GNOME_SHELL_TEXT = re.compile(r"\borg\.gnome\.Shell\b")
+#: Programs that need GNOME Shell itself (other GNOME programs run on any desktop: apps).
+_GNOME_PROGRAMS = re.compile(
+    r"^(gnome-shell|gnome-extensions|gnome-session[a-z-]*|gnome-control-center)$"
+)
+#: A ``gsettings`` command's schema (``gsettings get org.gnome.desktop.session idle-delay``).
+_GSETTINGS_SCHEMA = re.compile(
+    r"\bgsettings\s+(?:--schemadir\s+\S+\s+)?"
+    r"(?:get|set|reset|reset-recursively|list-keys|list-recursively|range|describe|writable|monitor)"
+    r"\s+['\"]?([A-Za-z][\w.-]*)"
+)
+#: Text that names a GNOME program the task's commands reach (``killall gnome-terminal-server``).
+_GNOME_TERMINAL_TEXT = re.compile(r"\bgnome-terminal-server\b")
 _SUDO_TEXT = re.compile(r"\bsudo\b|\{CLIENT_PASSWORD\}")
 _NET_COMMANDS = (
     (re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*(?:install|update|upgrade)\b"), "apt"),
@@ -169,7 +202,8 @@ _NET_COMMANDS = (
 _URL = re.compile(r"https?://[^\s'\"\\)]+")
 _INSTALL = re.compile(r"\binstall", re.IGNORECASE)
 #: An install from a file on the machine (a folder on the Desktop, a .vsix, "local"): offline.
-_LOCAL_SOURCE = re.compile(r"\blocal\b|/home/|\bDesktop\b|\.vsix\b", re.IGNORECASE)
+#: ("Desktop" with its capital: the folder, not "my GNOME desktop").
+_LOCAL_SOURCE = re.compile(r"(?i:\blocal\b)|/home/|\bDesktop\b|(?i:\.vsix\b)")
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -330,8 +364,48 @@ def _office_folder() -> Path | None:
     return None
 
 
+def _data_folders() -> list[Path]:
+    folders = [os.environ.get("XDG_DATA_HOME", "") or str(Path.home() / ".local" / "share")]
+    folders += (os.environ.get("XDG_DATA_DIRS", "") or "/usr/local/share:/usr/share").split(":")
+    return [Path(f) for f in folders if f]
+
+
+@functools.lru_cache(maxsize=1)
+def installed_schemas() -> frozenset[str]:
+    """The GSettings schemas installed here (the ids the ``*.gschema.xml`` files declare)."""
+    folders = [Path(f) for f in os.environ.get("GSETTINGS_SCHEMA_DIR", "").split(":") if f]
+    folders += [folder / SCHEMA_FOLDER for folder in _data_folders()]
+    found: set[str] = set()
+    for folder in folders:
+        for path in sorted(folder.glob("*.gschema.xml")) if folder.is_dir() else []:
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            found.update(re.findall(r"<schema\b[^>]*\bid=[\"']([^\"']+)", text))
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=1)
+def dconf_backend_installed() -> bool:
+    """Whether GSettings keeps settings in dconf here (without it ``gsettings set`` only
+    changes memory, and the next command reads the default)."""
+    folders = [Path(os.environ["GIO_MODULE_DIR"])] if os.environ.get("GIO_MODULE_DIR") else []
+    folders += [Path("/usr/lib"), *Path("/usr/lib").glob("*-linux-gnu*")]
+    return any((folder / DCONF_BACKEND).is_file() for folder in folders)
+
+
 def app_installed(name: str, which: Callable[[str], str | None] = shutil.which) -> bool:
-    """Whether a program (or a LibreOffice component) is installed here."""
+    """Whether a program (or a LibreOffice component, or a GSettings schema: ``gsettings
+    schema ID``) is installed here. With a ``which`` other than the real one (a machine
+    described by a test), a schema and the dconf backend are there when ``gsettings`` is."""
+    real = which is shutil.which
+    if name.startswith(SCHEMA_PREFIX):
+        if which("gsettings") is None:
+            return False
+        return not real or name.removeprefix(SCHEMA_PREFIX) in installed_schemas()
+    if name == "gsettings":
+        return which(name) is not None and (not real or dconf_backend_installed())
     if name in OFFICE_PARTS:
         if which("soffice") is None:
             return False
@@ -377,18 +451,28 @@ def task_needs(task: Task, machine: Machine) -> list[Need]:
     for func in dict.fromkeys(task.evaluator.funcs):
         add("metric", func, known_metric(func), "implemented")
     for kind in sorted(task.evaluator.getter_types()):
-        add("getter", kind, kind in GETTERS, "implemented")
-        if kind in GOOGLE_GETTERS:
+        if kind in GOOGLE_GETTERS:  # Google's API with a real account: the need is the account
             add("google", f"{kind} (Google Drive)", False)
-    gnome: dict[str, None] = {
-        GNOME_GETTERS[k]: None for k in sorted(task.evaluator.getter_types()) if k in GNOME_GETTERS
-    }
+        else:
+            add("getter", kind, kind in GETTERS, "implemented")
+    gnome: dict[str, None] = {}
     for kind in sorted(task.setup_types - GOOGLE_STEPS):
         add("setup", kind, kind in SETUP_STEPS, "implemented")
     for kind in sorted(task.setup_types & GOOGLE_STEPS):
         add("google", f"setup step {kind}", False)
 
+    texts = [_text(c) for _, c in _step_commands(task)]
     programs = _programs(task)
+    getter_apps = {**GNOME_GETTERS, **GETTER_APPS}
+    for kind in sorted(task.evaluator.getter_types() & set(getter_apps)):
+        programs.extend(p for p in getter_apps[kind] if p not in programs)
+    for text in texts:
+        if _GNOME_TERMINAL_TEXT.search(text) and "gnome-terminal" not in programs:
+            programs.append("gnome-terminal")
+        for match in _GSETTINGS_SCHEMA.finditer(text):
+            schema = SCHEMA_PREFIX + match.group(1)
+            if schema not in programs:
+                programs.append(schema)
     for program in programs:
         if program == "code":
             add("vscode", "code", app_installed("code", machine.which), "installed")
@@ -396,9 +480,8 @@ def task_needs(task: Task, machine: Machine) -> list[Need]:
             gnome[program] = None
         else:
             add("app", program, app_installed(program, machine.which), "installed")
-    texts = [_text(c) for _, c in _step_commands(task)]
     for text in texts:
-        for match in _GNOME_TEXT.finditer(text):
+        for match in _GNOME_SHELL_TEXT.finditer(text):
             gnome[match.group(0)] = None
     if gnome:
         add("gnome", ", ".join(sorted(gnome)), False)
@@ -457,7 +540,8 @@ def _programs(task: Task) -> list[str]:
                 programs = parts or ["soffice"]
         else:
             programs = command_programs(command, shell_text=shell)
-            programs = [launch_argv([p])[0] for p in programs]
+            # a command's own gnome-terminal is GNOME's (only a launch step stands xterm in)
+            programs = [p if p == "gnome-terminal" else launch_argv([p])[0] for p in programs]
         for program in programs:
             name = os.path.basename(program)
             if name in HANDLED_PROGRAMS or name in _OURS or _is_local_path(program):

@@ -1,6 +1,7 @@
 """OSWorld's getters of the desktop's state: VLC (its configuration file and its HTTP status),
 the default video player, the screen's and a window's size, the wallpaper, a slide's audio or
-background picture, a sheet's last row, and a file VS Code writes from a palette command.
+background picture, a sheet's last row, a file VS Code writes from a palette command, and the
+text of the terminal in front.
 
     GETTERS["vm_window_size"](ctx, {"type": "vm_window_size", "app_class_name": "vlc"})
 
@@ -279,6 +280,55 @@ def get_vscode_config(ctx: GetterContext, config: Mapping[str, Any]) -> str | No
     return _copy(ctx, ctx.resolve(config["path"]), config["dest"])
 
 
+def terminal_text(timeout_ms: int = 1500) -> str | None:
+    """The text of the focused terminal in the active window, read from the accessibility
+    tree (a VTE terminal's ``terminal`` element: GNOME Terminal's, LXTerminal's), right-hand
+    white space removed; ``None`` unless exactly one such terminal is focused."""
+    from agent_s.desktop.atspi import ATSPI_LOCK, AccessibilityUnavailable, bindings
+
+    try:
+        atspi = bindings(timeout_ms)
+    except AccessibilityUnavailable:
+        return None
+    texts: list[str] = []
+
+    def walk(node: Any, depth: int) -> None:
+        if node is None or depth > 40:
+            return
+        role = node.get_role()
+        if role == atspi.Role.TERMINAL:
+            if node.get_state_set().contains(atspi.StateType.FOCUSED):
+                texts.append(atspi.Text.get_text(node, 0, atspi.Text.get_character_count(node)))
+            return
+        for index in range(min(node.get_child_count(), 500)):
+            walk(node.get_child_at_index(index), depth + 1)
+
+    from gi.repository import GLib
+
+    with ATSPI_LOCK:
+        desktop = atspi.get_desktop(0)
+        for index in range(desktop.get_child_count()):
+            app = desktop.get_child_at_index(index)
+            try:
+                frames = [app.get_child_at_index(i) for i in range(app.get_child_count())]
+                for frame in frames:
+                    if (
+                        frame is not None
+                        and frame.get_role() == atspi.Role.FRAME
+                        and frame.get_state_set().contains(atspi.StateType.ACTIVE)
+                    ):
+                        walk(frame, 0)
+            except (GLib.Error, AttributeError):  # an application that went away meanwhile
+                pass
+    return texts[0].rstrip() if len(texts) == 1 else None
+
+
+def get_vm_terminal_output(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
+    """What the terminal in front shows (``terminal_text``), as OSWorld reads GNOME
+    Terminal's through the accessibility tree; ``None`` when no terminal has the focus."""
+    return terminal_text()
+
+
 GETTERS.update(
     {
         "vlc_config": get_vlc_config,
@@ -291,8 +341,9 @@ GETTERS.update(
         "background_image_in_slide": get_background_image_in_slide,
         "content_from_vm_file": get_content_from_vm_file,
         "vscode_config": get_vscode_config,
+        "vm_terminal_output": get_vm_terminal_output,
     }
 )
 
 
-__all__ = ["VIDEO_TYPES"]
+__all__ = ["VIDEO_TYPES", "terminal_text"]

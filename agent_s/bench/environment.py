@@ -13,10 +13,19 @@ filled from the screen size.
 Setup steps: launch, open, execute / command (``stdout`` saved in the cache), sleep,
 activate_window, close_window, download (from the local file cache), chrome_open_tabs and
 chrome_close_tabs (over DevTools, see ``chrome``). GNOME's Ctrl+Alt+T in a setup snippet is
-handled by starting the terminal directly (xterm titled "Terminal"). Chromium always starts
+handled by starting the terminal directly (LXTerminal titled "Terminal": a VTE terminal, as
+GNOME's, whose text the accessibility tree shows). Chromium always starts
 with remote debugging on a port of its own and a profile under HOME; OSWorld's ``socat``
 forward is not needed, and ``pkill NAME`` ends only this desktop's matching programs. Steps
 this harness cannot do raise ``SkipTask`` with the reason ``agent-s bench check`` also gives.
+
+GNOME without GNOME Shell: OSWorld's ``/run/user/1000`` (its user's runtime folder, where its
+commands find the session bus) stands for this desktop's own ``XDG_RUNTIME_DIR`` in every task
+command and getter, so ``export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'``
+reaches this desktop's bus. On it ``gsettings`` keeps settings with dconf (in HOME's
+``.config/dconf``: fresh per task) and ``gnome-terminal`` starts its server. A task whose
+commands use the sound server (``pactl``) gets one: PulseAudio on the desktop's runtime
+folder, its output at ``START_VOLUME``.
 
 sudo: OSWorld's setups run ``echo {CLIENT_PASSWORD} | sudo -S ...`` on a VM whose user's password
 is ``password``. Here such a step (any command running ``sudo``) runs when the harness has the
@@ -33,6 +42,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -46,6 +56,7 @@ from agent_s.bench.getters import (
     NeedsFileCache,
     accessibility_xml,
     cache_lookup,
+    map_runtime,
     map_text,
     run_task_command,
 )
@@ -53,12 +64,23 @@ from agent_s.bench.tasks import SetupStep, Task
 
 SETUP_TIMEOUT = 120.0
 WINDOW_WAIT = 10.0
+#: How long a launched program may take to settle (``_wait_started``): idle is under
+#: ``IDLE_SHARE`` of a core in two ``IDLE_INTERVAL`` samples in a row.
+START_WAIT = 30.0
+IDLE_INTERVAL = 0.5
+IDLE_SHARE = 0.1
 BROWSER_WAIT = 30.0
 #: Launch steps done another way here: ``socat`` (OSWorld's port forward for the VM's host),
 #: ``pkill`` (limited to this desktop's programs).
 HANDLED_PROGRAMS = frozenset({"socat", "pkill"})
-TERMINAL_ARGV = ("xterm", "-title", "Terminal", "-fa", "Monospace", "-fs", "11")
+#: A VTE terminal like GNOME's: ``vm_terminal_output`` reads its text from the accessibility tree.
+TERMINAL_ARGV = ("lxterminal", "--no-remote", "--title=Terminal")
 _CTRL_ALT_T = re.compile(r"hotkey\(\s*['\"]ctrl['\"]\s*,\s*['\"]alt['\"]\s*,\s*['\"]t['\"]\s*\)")
+#: A sound server's tools in a task's commands: the desktop then has one (``_start_sound``), its
+#: output below full volume as on a desktop in use (a fresh null sink starts at 100%, where
+#: OSWorld's "turn the volume up" would be done before it starts).
+_SOUND = re.compile(r"\b(?:pactl|pacmd|pulseaudio|amixer)\b")
+START_VOLUME = "40%"
 _PLACEHOLDER = re.compile(r"\{(SCREEN_WIDTH|SCREEN_HEIGHT|SCREEN_WIDTH_HALF|SCREEN_HEIGHT_HALF)\}")
 #: The folders of OSWorld's /home/user (an Ubuntu desktop user's).
 HOME_FOLDERS = (
@@ -71,6 +93,19 @@ HOME_FOLDERS = (
     "Templates",
     "Videos",
 )
+#: LibreOffice's settings in HOME, and those of OSWorld's VM, where LibreOffice has run before:
+#: no first-run "Tip of the Day" dialog (on a fresh profile it pops up seconds after the
+#: window and takes the keys a setup snippet presses).
+LIBREOFFICE_SETTINGS = ".config/libreoffice/4/user/registrymodifications.xcu"
+LIBREOFFICE_USED = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+ xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse">\
+<value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse">\
+<value>false</value></prop></item>
+</oor:items>
+"""
 #: OSWorld's VM user's password, which its setup commands pipe to ``sudo -S``.
 CLIENT_PASSWORD = "password"  # noqa: S105 (OSWorld's published VM default, not a secret)
 _SUDO_WORD = re.compile(r"(?:^|[\s;&|(`/])sudo(?=\s|$)")
@@ -155,6 +190,16 @@ NO_SUDO = (
 )
 
 
+def needs_sound(task: Task) -> bool:
+    """Whether the task's commands (setup, postconfig, getters) use the sound server."""
+    steps = (*task.config, *task.evaluator.postconfig)
+    commands = [s.parameters.get("command", "") for s in steps]
+    specs = (*task.evaluator.results, *task.evaluator.expected)
+    commands += [s.get("command", "") for s in specs if isinstance(s, Mapping)]
+    texts = (c if isinstance(c, str) else " ".join(map(str, c)) for c in commands)
+    return any(_SOUND.search(text) for text in texts)
+
+
 def opens_terminal(command: Any) -> bool:
     """A GNOME convenience snippet that presses Ctrl+Alt+T to get a terminal."""
     text = command if isinstance(command, str) else " ".join(map(str, command))
@@ -218,6 +263,9 @@ class TaskEnvironment:
             path.mkdir(parents=True)
         for name in HOME_FOLDERS:  # tasks write to ~/Desktop and the like without making it
             (home / name).mkdir()
+        office = home / LIBREOFFICE_SETTINGS
+        office.parent.mkdir(parents=True)
+        office.write_text(LIBREOFFICE_USED, encoding="utf-8")
         self.desktop = VirtualDesktop(self.width, self.height, home=home).start()
         # One task per process: pyautogui, AT-SPI and the grounders read these at first use.
         for key in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS"):
@@ -233,12 +281,31 @@ class TaskEnvironment:
                 a11y_tree=_a11y_reader(),
                 extra={"fetch_command": fetch_command(self.task, self.file_cache)},
             )
+            if needs_sound(self.task):
+                self._start_sound()
             if run_config:
                 self.run_steps(self.task.config)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_sound(self) -> None:
+        """The desktop's sound server (PulseAudio, on the desktop's runtime folder and HOME),
+        its output at ``START_VOLUME``. Without PulseAudio the task's own commands fail, and
+        ``bench check`` names the missing app."""
+        env = self._ctx().env
+        if shutil.which("pulseaudio", path=env.get("PATH")) is None:
+            return
+        for argv in (
+            ["pulseaudio", "--start", "--exit-idle-time=-1"],
+            ["pactl", "set-sink-volume", "@DEFAULT_SINK@", START_VOLUME],
+        ):
+            done = subprocess.run(
+                argv, env=dict(env), capture_output=True, text=True, timeout=30, check=False
+            )
+            if done.returncode != 0:
+                raise SetupFailed(f"sound server: {' '.join(argv)}: {done.stderr.strip()[-300:]}")
 
     def stop(self) -> None:
         if self.backend is not None:
@@ -293,6 +360,7 @@ class TaskEnvironment:
                 if self.sudo_rights() is None:
                     raise SkipTask(NO_SUDO)
                 value = value.replace("{CLIENT_PASSWORD}", CLIENT_PASSWORD)
+            value = map_runtime(value, self.desktop.env)  # OSWorld's /run/user/1000
             return fill_placeholders(value, self.width, self.height)
         if isinstance(value, list):
             return [self._fill(v) for v in value]
@@ -314,8 +382,26 @@ class TaskEnvironment:
                 self._ctx().extra["chrome_port"] = self.chrome_port
             profile = self.home / ".config" / "chromium"
             argv = chromium_argv(list(argv), self.chrome_port, profile)
-        self._launched.append(self.desktop.launch(list(argv), cwd=self.home))
+        proc = self.desktop.launch(list(argv), cwd=self.home)
+        self._launched.append(proc)
         self._wait_new_window(before)
+        self._wait_started(proc.pid)
+
+    def _wait_started(self, group: int, timeout: float = START_WAIT) -> None:
+        """Wait until the program started as process group ``group`` is idle: its first
+        window (a splash screen, say) comes before it takes input, and OSWorld's setups press
+        keys a fixed time after the launch, timed for its VM and not for a busy machine."""
+        tick = os.sysconf("SC_CLK_TCK")
+        deadline = time.monotonic() + timeout
+        used, quiet = _group_cpu_ticks(group), 0
+        while time.monotonic() < deadline:
+            time.sleep(IDLE_INTERVAL)
+            now = _group_cpu_ticks(group)
+            busy = (now - used) / tick > IDLE_INTERVAL * IDLE_SHARE
+            used, quiet = now, 0 if busy else quiet + 1
+            if quiet >= 2 or now == 0:
+                return
+        self.log.append(f"the launched program was still busy after {timeout:g} s")
 
     def _desktop_pids(self) -> set[int]:
         """This desktop's processes: those with its marker, and the process groups of the
@@ -454,6 +540,22 @@ class TaskEnvironment:
         except DevToolsError as err:
             raise SetupFailed(f"chrome_close_tabs: {err}") from err
 
+    def _step_update_browse_history(self, params: Mapping[str, Any]) -> None:
+        """The Chromium profile's History replaced by one holding ``history`` (OSWorld's)."""
+        from agent_s.bench.chrome import write_history
+
+        browser = launch_argv(["google-chrome"])
+        if shutil.which(browser[0], path=self.desktop.env.get("PATH")) is None:
+            raise SkipTask(f"needs an app that is not installed: {browser[0]}")
+        profile = self.home / ".config" / "chromium"
+        scratch = self.folder / "history-scratch"
+        try:
+            write_history(
+                profile, params["history"], browser=browser, env=self.desktop.env, scratch=scratch
+            )
+        except (DevToolsError, OSError, sqlite3.Error) as err:
+            raise SetupFailed(f"update_browse_history: {err}") from err
+
     def _step_download(self, params: Mapping[str, Any]) -> None:
         for item in params["files"]:
             try:
@@ -464,6 +566,21 @@ class TaskEnvironment:
             target = self._ctx().resolve(item["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+
+
+def _group_cpu_ticks(group: int) -> int:
+    """The CPU time (clock ticks) the processes of process group ``group`` have used."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total
 
 
 def _a11y_reader() -> Any:
@@ -488,6 +605,7 @@ __all__ = [
     "TaskEnvironment",
     "fill_placeholders",
     "launch_argv",
+    "needs_sound",
     "opens_terminal",
     "sudo_rights",
     "uses_sudo",

@@ -23,6 +23,8 @@ from urllib.parse import urlparse
 from agent_s.bench.cache import fetch_command, find_cached
 
 OSWORLD_HOME = "/home/user"
+#: OSWorld's user's runtime folder (its session bus): the task desktop's XDG_RUNTIME_DIR here.
+OSWORLD_RUNTIME_DIR = "/run/user/1000"
 COMMAND_TIMEOUT = 120.0
 
 
@@ -60,6 +62,13 @@ def map_text(text: str, home: Path) -> str:
     return text.replace(OSWORLD_HOME, str(home))
 
 
+def map_runtime(text: str, env: Mapping[str, str]) -> str:
+    """Replace OSWorld's runtime folder (``/run/user/1000``, where its commands find the
+    session bus) with the desktop's ``XDG_RUNTIME_DIR``."""
+    runtime = env.get("XDG_RUNTIME_DIR")
+    return text.replace(OSWORLD_RUNTIME_DIR, runtime) if runtime else text
+
+
 def cache_lookup(file_cache: Path | None, url: str, *, fetch: str = "") -> Path:
     """The local copy of an OSWorld file-cache URL (``cache.find_cached``: the manifest
     ``agent-s bench cache`` writes, else ``<cache>/<path after resolve/main/>``, e.g.
@@ -88,9 +97,9 @@ def run_task_command(
         if not shell or not ctx.shell_allowed:
             argv = command.split()
         else:
-            argv = ["bash", "-c", map_text(command, ctx.home)]
+            argv = ["bash", "-c", map_runtime(map_text(command, ctx.home), ctx.env)]
     else:
-        argv = [map_text(str(a), ctx.home) for a in command]
+        argv = [map_runtime(map_text(str(a), ctx.home), ctx.env) for a in command]
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return subprocess.run(

@@ -221,6 +221,10 @@ def run_agent(
     )
     try:
         result = agent.run(task.instruction)
+        if result.cause == "infeasible_gate":  # the planner declared it before any action:
+            last[0] = "FAIL"  # OSWorld's agents declare infeasible tasks with FAIL
+            info = {"outcome": "ok", "planner": result.reason}
+            recorder.step(result.steps + 1, "FAIL", "agent.fail()", True, info)
     finally:
         recorder.close()
     if result.trajectory_dir is not None and result.trajectory_dir.name != "trajectory":

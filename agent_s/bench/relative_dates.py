@@ -14,24 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_s.bench.getters import GETTERS, GetterContext
+from agent_s.prompting import MONTHS, WEEKDAYS
 
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _DAYS_JA = ("月", "火", "水", "木", "金", "土", "日")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTHS_FULL = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 
 
 def format_day(template: str, day: datetime.datetime) -> str:
@@ -39,13 +24,13 @@ def format_day(template: str, day: datetime.datetime) -> str:
     ``{month}`` january, ``{DayD}`` 5, ``{Day0D}`` 05, ``{MonthD}`` 1, ``{Month0D}`` 01,
     ``{Year}``, ``{DoWJ}`` (Japanese day); each replaced once."""
     values = (
-        ("{DoW}", _DAYS[day.weekday()]),
-        ("{Month}", _MONTHS[day.month - 1]),
+        ("{DoW}", WEEKDAYS[day.weekday()][:3]),
+        ("{Month}", MONTHS[day.month - 1][:3]),
         ("{DayD}", str(day.day)),
         ("{Year}", str(day.year)),
         ("{Month0D}", f"{day.month:02d}"),
-        ("{month}", _MONTHS_FULL[day.month - 1].lower()),
-        ("{MonthFull}", _MONTHS_FULL[day.month - 1]),
+        ("{month}", MONTHS[day.month - 1].lower()),
+        ("{MonthFull}", MONTHS[day.month - 1]),
         ("{Day0D}", f"{day.day:02d}"),
         ("{MonthD}", str(day.month)),
         ("{DoWJ}", _DAYS_JA[day.weekday()]),

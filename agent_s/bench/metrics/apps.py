@@ -346,3 +346,40 @@ def check_thunderbird_filter(result: Any, rules: Mapping[str, Any], **_: Any) ->
 
 def _record_matches(pattern: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
     return all(key in record and record[key] == value for key, value in pattern.items())
+
+
+def _thunderbird_folder_text(path: Any, options: Mapping[str, Any]) -> str:
+    """A Thunderbird folder file as OSWorld's check_thunderbird_folder reads it: split at
+    "FROM - " and, as its code stands, only the *blank* pieces are kept (each becomes
+    "FROM - "), the rest skipped; sorted, and de-duplicated unless ``remove_duplicate`` is
+    off. An mbox written by Thunderbird ("From - ...") is one non-blank piece, so it reads as
+    "" while an empty file reads as "FROM - "."""
+    data = Path(str(path)).read_text(encoding="utf-8").strip()
+    messages = []
+    for mail in data.split("FROM - "):
+        if mail.strip():
+            continue
+        if options.get("remove_deleted", True) and re.search(r"X-Mozilla-Status: 000[89]", mail):
+            continue
+        text = mail
+        if options.get("ignore_status", False):
+            text = re.sub(r"X-Mozilla-Status\d?:[\s\d]+", "", text)
+        if options.get("ignore_keys", False):
+            text = re.sub(r"(X-Mozilla-Keys:[^\n]*?)\n(MIME-Version)", r"\2", text)
+        messages.append("FROM - " + text.strip())
+    unique = set(messages) if options.get("remove_duplicate", True) else messages
+    return "\n".join(sorted(unique))
+
+
+def check_thunderbird_folder(result: Any, reference: Any, **kwargs: Any) -> float:
+    """Each result folder file reads the same as its reference (see
+    ``_thunderbird_folder_text``); lists are paired in order. A missing result scores 0; a
+    missing reference raises, as in OSWorld."""
+    if not isinstance(reference, list):
+        result, reference = [result], [reference]
+    for pred, gold in zip(result, reference, strict=False):
+        if pred is None:
+            return 0.0
+        if _thunderbird_folder_text(pred, kwargs) != _thunderbird_folder_text(gold, kwargs):
+            return 0.0
+    return 1.0

@@ -268,3 +268,99 @@ def compare_archive(pred_path: Any, gold_path: Any, **options: Any) -> float:
         for f1, f2 in zip(pred_files, gold_files, strict=True)
     )
     return total / len(pred_files)
+
+
+# -- e-books and web pages ---------------------------------------------------------------------
+
+
+def _html_lines(raw: bytes) -> list[str]:
+    """An XHTML chapter as OSWorld compares it: line breaks dropped, parsed by lxml.html and
+    pretty-printed again, one element a line."""
+    html = importlib.import_module("lxml.html")  # lxml has no type information
+    flat = raw.decode().replace("\n", "").replace("\r", "")
+    return str(
+        html.tostring(html.fromstring(flat.encode()), pretty_print=True, encoding="unicode")
+    ).splitlines()
+
+
+def _epub_parts(path: str) -> list[tuple[str, list[str]]]:
+    """The parts of an EPUB that ``compare_epub`` compares, by name: toc.ncx without its
+    navPoint lines, content.opf without its dc:identifier lines, and each .html file. Not a
+    zip file: no parts. Missing toc.ncx or content.opf, or an .html file in a folder (OSWorld
+    writes each part beside the book and has no such folder), raise as in OSWorld."""
+    import os
+
+    try:
+        book = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        return []
+    with book:
+        parts = [
+            (
+                "toc.ncx",
+                [x for x in book.read("toc.ncx").decode().splitlines() if "navPoint" not in x],
+            ),
+            (
+                "content.opf",
+                [
+                    x
+                    for x in book.read("content.opf").decode().splitlines()
+                    if "dc:identifier" not in x
+                ],
+            ),
+        ]
+        for name in book.namelist():
+            if not name.endswith(".html"):
+                continue
+            if os.path.dirname(name):
+                raise FileNotFoundError(
+                    f"{path}: chapter {name} is in a folder; OSWorld cannot compare it"
+                )
+            parts.append((name, _html_lines(book.read(name))))
+    return sorted(parts, key=lambda part: part[0])
+
+
+def compare_epub(result: Any, expected: Any, **_: Any) -> float:
+    """The product of the line similarities (difflib's ratio) of the two books' parts, paired
+    in name order (see ``_epub_parts``; pairs run out with the shorter list)."""
+    import difflib
+
+    if result is None:
+        return 0.0
+    score = 1.0
+    for (_name, mine), (_gold_name, gold) in zip(
+        _epub_parts(str(result)), _epub_parts(str(expected)), strict=False
+    ):
+        score *= difflib.SequenceMatcher(a=mine, b=gold).ratio()
+    return score
+
+
+def compare_htmls(html_path1: Any, html_path2: Any, **options: Any) -> float:
+    """The two pages parsed by BeautifulSoup (lxml's parser) have the same nodes in document
+    order, up to the shorter one: texts equal; tags with the same name, stripped text and
+    attributes (``ignore_sdnum``: apart from LibreOffice's ``sdnum`` number formats)."""
+    from pathlib import Path
+
+    from bs4 import BeautifulSoup, Tag
+
+    soups = [
+        BeautifulSoup(Path(str(path)).read_text(encoding="utf-8"), "lxml")
+        for path in (html_path1, html_path2)
+    ]
+    ignore_sdnum = options.get("ignore_sdnum")
+
+    def same(first: Any, second: Any) -> bool:
+        if not (isinstance(first, Tag) and isinstance(second, Tag)):
+            return bool(first == second)
+        if first.name != second.name or first.text.strip() != second.text.strip():
+            return False
+        if first.attrs == second.attrs:
+            return True
+        if not ignore_sdnum:
+            return False
+        attrs1 = {k: v for k, v in first.attrs.items() if k != "sdnum"}
+        attrs2 = {k: v for k, v in second.attrs.items() if k != "sdnum"}
+        return attrs1 == attrs2
+
+    pairs = zip(soups[0].descendants, soups[1].descendants, strict=False)
+    return 1.0 if all(same(a, b) for a, b in pairs) else 0.0

@@ -372,3 +372,95 @@ def fuzzy_place_math(result_file_path: Any, rules: Mapping[str, Any], **_: Any) 
     answers = rules["expected"]
     best = [max([fuzz.ratio(w, a) / 100 for a in answers], default=0.0) for w in words]
     return sum(best) / 3
+
+
+# OSWorld's namespaces of accessibility-tree attributes, by operating system.
+A11Y_NAMESPACES: dict[str, dict[str, str]] = {
+    osname: {
+        prefix: f"https://accessibility.{osname}.example.org/ns/{suffix}"
+        for prefix, suffix in pairs
+    }
+    for osname, pairs in (
+        (
+            "ubuntu",
+            (
+                ("st", "state"),
+                ("attr", "attributes"),
+                ("cp", "component"),
+                ("doc", "document"),
+                ("docattr", "document/attributes"),
+                ("txt", "text"),
+                ("val", "value"),
+                ("act", "action"),
+            ),
+        ),
+        (
+            "windows",
+            (
+                ("st", "state"),
+                ("attr", "attributes"),
+                ("cp", "component"),
+                ("doc", "document"),
+                ("docattr", "document/attributes"),
+                ("txt", "text"),
+                ("val", "value"),
+                ("act", "action"),
+                ("class", "class"),
+            ),
+        ),
+        (
+            "macos",
+            (
+                ("st", "state"),
+                ("attr", "attributes"),
+                ("cp", "component"),
+                ("doc", "document"),
+                ("txt", "text"),
+                ("val", "value"),
+                ("act", "action"),
+                ("role", "role"),
+            ),
+        ),
+    )
+}
+
+
+def check_accessibility_tree(
+    result: Any, rules: Sequence[Mapping[str, Any]], osname: str = "ubuntu", **_: Any
+) -> float:
+    """Every rule finds an element in the accessibility-tree XML: ``xpath`` (first), or the
+    CSS ``selectors`` joined by ", " (``attr|id`` is the ``id`` attribute in OSWorld's
+    ``attr`` namespace, see ``A11Y_NAMESPACES``). With ``text``, the best match of an
+    element's text scores: equality when ``exact``, else rapidfuzz's ratio; the rules'
+    scores multiply. A rule with neither selector raises, as in OSWorld."""
+    import importlib
+
+    from rapidfuzz import fuzz
+
+    etree = importlib.import_module("lxml.etree")  # lxml has no type information
+    cssselect = importlib.import_module("lxml.cssselect")
+    namespaces = A11Y_NAMESPACES[osname]
+    tree = etree.fromstring(result)
+    total = 1.0
+    for rule in rules:
+        if "xpath" in rule:
+            elements = tree.xpath(rule["xpath"], namespaces=namespaces)
+        elif "selectors" in rule:
+            selector = cssselect.CSSSelector(", ".join(rule["selectors"]), namespaces=namespaces)
+            elements = selector(tree)
+        else:
+            raise ValueError("an accessibility-tree rule needs xpath or selectors")
+        if len(elements) == 0:
+            return 0.0
+        if "text" in rule:
+            exact = rule["exact"]
+            score = 0.0
+            for element in elements:
+                text = element.text or None
+                if exact:
+                    score = max(score, float(text == rule["text"]))
+                else:
+                    similar = 0.0 if text is None else fuzz.ratio(rule["text"], text) / 100.0
+                    score = max(score, similar)
+            total *= score
+    return float(total)

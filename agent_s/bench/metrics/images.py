@@ -1,8 +1,9 @@
-"""OSWorld's ``compare_images``: the structural similarity (SSIM) of two pictures.
+"""OSWorld's picture metrics: ``compare_images`` (structural similarity, SSIM), sizes, OCR.
 
 SSIM here is the classic definition with scikit-image's defaults (7x7 uniform window, sample
 covariance, K1 = 0.01, K2 = 0.03, data range 255, mean over the windows that fit inside the
-image), computed with numpy box sums instead of a scikit-image dependency.
+image), computed with numpy box sums instead of a scikit-image dependency. Colour images
+(``channel_axis=2`` in scikit-image) score the mean of their channels' SSIMs.
 """
 
 from __future__ import annotations
@@ -24,16 +25,27 @@ def _box_mean(a: np.ndarray, size: int) -> np.ndarray:
     return sums / float(size * size)
 
 
-def ssim(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean SSIM of two equally sized grey images (uint8 values); both sides >= 7 pixels."""
+def ssim(a: np.ndarray, b: np.ndarray, win_size: int = WINDOW) -> float:
+    """Mean SSIM of two equally sized images of 0..255 values: grey (2-D) or with channels
+    last (3-D, the mean of the channels' SSIMs, as scikit-image's ``channel_axis=2``).
+
+    ``win_size`` is odd, at least 3 (scikit-image divides by zero at 1) and at most the
+    smaller side; anything else raises ``ValueError``."""
     if a.shape != b.shape:
         raise ValueError(f"images differ in shape: {a.shape} vs {b.shape}")
-    if min(a.shape) < WINDOW:
-        raise ValueError(f"images smaller than the {WINDOW}x{WINDOW} window: {a.shape}")
+    if a.ndim == 3:
+        return float(np.mean([ssim(a[..., c], b[..., c], win_size) for c in range(a.shape[2])]))
+    if a.ndim != 2:
+        raise ValueError(f"SSIM needs a 2-D image or one with channels last, not {a.shape}")
+    if win_size < 3 or win_size % 2 == 0:
+        raise ValueError(f"SSIM window size must be odd and at least 3, not {win_size}")
+    if min(a.shape) < win_size:
+        raise ValueError(f"images smaller than the {win_size}x{win_size} window: {a.shape}")
     x, y = a.astype(np.float64), b.astype(np.float64)
-    ux, uy = _box_mean(x, WINDOW), _box_mean(y, WINDOW)
-    uxx, uyy, uxy = _box_mean(x * x, WINDOW), _box_mean(y * y, WINDOW), _box_mean(x * y, WINDOW)
-    n = WINDOW * WINDOW
+    ux, uy = _box_mean(x, win_size), _box_mean(y, win_size)
+    uxx, uyy = _box_mean(x * x, win_size), _box_mean(y * y, win_size)
+    uxy = _box_mean(x * y, win_size)
+    n = win_size * win_size
     norm = n / (n - 1.0)  # sample covariance
     vx, vy, vxy = norm * (uxx - ux * ux), norm * (uyy - uy * uy), norm * (uxy - ux * uy)
     c1, c2 = (_K1 * _RANGE) ** 2, (_K2 * _RANGE) ** 2
@@ -87,13 +99,27 @@ def compare_image_list(pred_paths: Any, gold_paths: Any, **_: Any) -> float:
 
 
 def check_image_size(src_path: Any, rule: Mapping[str, Any], **_: Any) -> float:
-    """The image is ``rule["width"]`` wide and ``rule["height"]`` high (each if given)."""
+    """The image is ``rule["width"]`` wide and ``rule["height"]`` high (each if given).
+
+    As OSWorld's, the size is that of the non-transparent content (the bounding box of alpha
+    > 0; 0 x 0 when all is transparent) when ``rule["ignore_transparent"]`` is set and the
+    image has an alpha channel (RGBA, LA), and also, whatever the rule says, when the file
+    declares a transparent colour (a palette or RGB PNG with a tRNS chunk): OSWorld's test
+    reads ``ignore and alpha or transparency``."""
     from PIL import Image
 
     if src_path is None:
         return 0.0
     with Image.open(src_path) as image:
-        width, height = image.size
+        has_alpha = image.mode in ("RGBA", "LA")
+        if (bool(rule.get("ignore_transparent", False)) and has_alpha) or (
+            "transparency" in image.info
+        ):
+            rgba = image if image.mode == "RGBA" else image.convert("RGBA")
+            box = rgba.getchannel("A").getbbox()
+            width, height = (0, 0) if box is None else (box[2] - box[0], box[3] - box[1])
+        else:
+            width, height = image.size
     same_height = rule.get("height") is None or height == rule["height"]
     same_width = rule.get("width") is None or width == rule["width"]
     return 1.0 if same_height and same_width else 0.0
@@ -137,3 +163,34 @@ def check_triangle_position(tgt_path: Any, **_: Any) -> float:
     centre = np.array(pixels.shape[:2]) / 2
     tolerance = 0.05 * np.array(pixels.shape[:2])
     return 1.0 if bool(np.all(np.abs(centroid - centre) < tolerance)) else 0.0
+
+
+def compare_image_text(image_path: Any, rule: Mapping[str, Any], **_: Any) -> float:
+    """``rule["text"]`` is a substring of the text read from the picture (``rule["type"]``
+    must be ``"text"``, else ``ValueError`` as in OSWorld; no path scores 0; an unreadable
+    file raises, so the task is left unscored).
+
+    OSWorld reads with EasyOCR (English), joining its text boxes with spaces; EasyOCR needs
+    torch and downloads its models, so this reads with tesseract instead (through
+    ``agent_s.grounding.ocr``: greyscale, coloured regions inverted, 2x, sparse text) and joins
+    the words with spaces. EasyOCR reads light-on-dark text as well as dark-on-light, which
+    tesseract does not, so when the first reading lacks the text the inverted picture is read
+    too. The verdicts can differ where the two engines read a glyph differently (OSWorld's
+    own tasks accept "1s" for "ls" for that reason)."""
+    from PIL import Image, ImageOps
+
+    from agent_s.grounding.ocr import TesseractEngine
+
+    if not image_path:
+        return 0.0
+    if rule["type"] != "text":
+        raise ValueError(f"compare_image_text supports rule type 'text' only, not {rule['type']!r}")
+    target = str(rule["text"])
+    with Image.open(image_path) as image:
+        picture = image.convert("RGB")
+    engine = TesseractEngine()
+    for variant in (picture, ImageOps.invert(picture)):
+        text = " ".join(word for word, _box, _conf, _line in engine.read(variant))
+        if target in text:
+            return 1.0
+    return 0.0

@@ -9,9 +9,12 @@ key on no line has VLC's default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 DEFAULT_SLIDER_COLOURS = "153;210;153;20;210;20;255;199;15;245;39;29"
 _BLACKISH = 100  # every channel below this is "blackish"
@@ -116,3 +119,67 @@ def check_qt_slider_colours(actual_config_path: Any, rule: Mapping[str, Any], **
         colours = zip(numbers[0::3], numbers[1::3], numbers[2::3], strict=False)
         return 1.0 if all(all(c < _BLACKISH for c in colour) for colour in colours) else 0.0
     raise ValueError(f"check_qt_slider_colours does not know type {kind!r}")
+
+
+def check_play_and_exit(actual_config_path: Any, rule: Mapping[str, Any], **_: Any) -> float:
+    """``play-and-exit`` (VLC quits at the end of the playlist; default 0) is
+    ``rule["expected_play_and_exit"]``."""
+    expected = rule["expected_play_and_exit"]
+    return _setting_is(actual_config_path, "play-and-exit", "0", expected)
+
+
+# Where VLC's status.xml may name what is playing, in the order OSWorld looks.
+_META = 'information/category[@name="meta"]/info[@name="{}"]'
+_FILE_FIELDS = ("filename", "title", "uri", "location", "name")
+_URL_FIELDS = ("url", "URI", "location", "title", "filename")
+_STREAM_FIELDS = ("Codec", "Type", "Language")
+_STREAM = 'information/category[@name="Stream 0"]/info[@name="{}"]'
+
+
+def _first_info(tree: ET.Element, paths: Sequence[str]) -> str | None:
+    for path in paths:
+        element = tree.find(path)
+        if element is not None and element.text:
+            return element.text
+    return None
+
+
+def _same_file(info: str, expected: str) -> bool:
+    return os.path.basename(info) == expected or info.endswith(expected)
+
+
+def _same_url(info: str, expected: str) -> bool:
+    if expected in info or info.endswith(expected):
+        return True
+    try:
+        wanted = urlparse(expected)
+        if info == os.path.basename(wanted.path):  # HLS: VLC shows the playlist's name
+            return True
+        if "://" in info:
+            actual = urlparse(info)
+            return wanted.netloc == actual.netloc and wanted.path in actual.path
+    except ValueError:  # a URL urlparse rejects (a bad IPv6 host) matches nothing
+        return False
+    return False
+
+
+def is_vlc_playing(actual_status_path: Any, rule: Mapping[str, Any], **_: Any) -> float:
+    """VLC's ``status.xml`` (the ``vlc_playing_info`` getter) says ``playing``, and what it
+    plays is ``rule["file_name"]`` (``type: file_name``: the base name, or a path ending in
+    it) or ``rule["url"]`` (``type: url``: contained in it, the playlist's file name, or the
+    same host with the path inside). A status without ``<state>`` raises, as OSWorld's."""
+    tree = ET.fromstring(Path(actual_status_path).read_bytes().decode("utf-8"))  # noqa: S314
+    state = tree.find("state")
+    if state is None:
+        raise ValueError("VLC's status.xml has no <state>: not a VLC status reply")
+    if state.text != "playing":
+        return 0.0
+    kind = rule["type"]
+    if kind == "file_name":
+        info = _first_info(tree, [_META.format(name) for name in _FILE_FIELDS])
+        return 1.0 if info and _same_file(info, rule["file_name"]) else 0.0
+    if kind == "url":
+        paths = [_META.format(n) for n in _URL_FIELDS] + [_STREAM.format(n) for n in _STREAM_FIELDS]
+        info = _first_info(tree, paths)
+        return 1.0 if info and _same_url(info, rule["url"]) else 0.0
+    return 0.0

@@ -17,6 +17,7 @@ from xml.etree import ElementTree
 
 from rapidfuzz import fuzz
 
+from agent_s.bench.metrics.colour import colour_difference
 from agent_s.bench.metrics.documents import compare_docx_files
 
 _REGISTRY = "http://openoffice.org/2001/registry"
@@ -365,3 +366,34 @@ __all__: Sequence[str] = (
     "has_page_numbers_in_footers",
     "is_first_line_centered",
 )
+
+
+_RED, _BLUE = (255, 0, 0), (0, 0, 255)
+
+
+def evaluate_colored_words_in_tables(file_path1: Any, file_path2: Any, **kwargs: Any) -> float:
+    """The same text, and in every table each run starting with a vowel (a, e, i, o, u) is
+    red, every other non-empty run blue: within CIEDE2000 ``threshold`` (default 3.5) of
+    #FF0000 / #0000FF. A run without an explicit colour raises, as in OSWorld (which reads
+    its missing RGB value)."""
+    if not file_path1 or not file_path2 or not _same_text(file_path1, file_path2):
+        return 0.0
+    doc = _open(file_path1)
+    if doc is None:
+        return 0.0
+    threshold = kwargs.get("threshold", 3.5)
+    for table in doc.tables:
+        for row in table.rows:
+            for cell in row.cells:
+                for paragraph in cell.paragraphs:
+                    for run in paragraph.runs:
+                        word = run.text
+                        if not word:
+                            continue
+                        rgb = run.font.color.rgb
+                        if rgb is None:
+                            raise ValueError(f"run {word!r} has no RGB colour to compare")
+                        target = _RED if word[0].lower() in "aeiou" else _BLUE
+                        if colour_difference(tuple(rgb), target) > threshold:
+                            return 0.0
+    return 1.0
