@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,20 +36,26 @@ from pathlib import Path
 from typing import Any
 
 from agent_s.act import Actor, Scene
+from agent_s.actions import ActionModel, AskUserAction, CallCodeAgentAction
+from agent_s.code_agent import runner_settings, workdir_for
 from agent_s.code_runner import sandbox_problem
 from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
 from agent_s.desktop.base import DesktopBackend
+from agent_s.desktop.monitors import monitor_to_capture
+from agent_s.effects import subject_for_code
 from agent_s.errors import describe_error
 from agent_s.generation import generate
 from agent_s.grounding import Grounder, Located, Locator, NotLocated, Observation
 from agent_s.images import EncodedImage, encode_screenshot, history_spec
+from agent_s.manager import FAILED_ATTEMPTS_BEFORE_SWITCH, Manager, PlanReport, contained_command
 from agent_s.models.errors import ModelError
 from agent_s.models.factory import build_provider
 from agent_s.models.profiles import ProfileRegistry
 from agent_s.models.retry import RetryPolicy, retry_line
 from agent_s.models.types import Message, ModelReply, ModelRequest, Usage
 from agent_s.models.usage import Budget, MeteredProvider, UsageMeter
-from agent_s.prompting import OS_NAMES, OsName
+from agent_s.planning import is_long
+from agent_s.prompting import OS_NAMES, OsName, Platform, mark_list, today_line
 from agent_s.redact import Redactor
 from agent_s.request import Requests, summary, with_snapshot
 from agent_s.result import (
@@ -65,6 +72,8 @@ from agent_s.result import (
     is_interrupt,
 )
 from agent_s.safety import Approver, SafetyGate
+from agent_s.setofmarks import Marker, MarkTable, check_marks
+from agent_s.setofmarks import locate as locate_marked
 from agent_s.step import ModelCall, Step, StepOutcome, StepReport, call_text
 from agent_s.trajectory import TrajectoryWriter, run_header
 
@@ -108,9 +117,14 @@ class Agent:
         approver: Approver | None = None,
         on_retry: Callable[[str], None] | None = None,
         platform: OsName | None = None,
+        ask_user: Callable[[str], str | None] | None = None,
+        on_plan: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         """``approver``: asked when the safety mode wants approval; without one such actions
-        are refused (see ``agent_s.safety``). ``on_retry``: a progress line per model retry.
+        are refused (see ``agent_s.safety``). ``ask_user``: answers the model's ``ask_user``
+        questions (None or an empty answer: the run ends as ``needs_input`` with the question).
+        ``on_retry``: a progress line per model retry. ``on_plan``: each plan, check, switch
+        and replan of a planned run (``agent_s.manager``), as it happens.
         ``platform``: ``linux``, ``windows`` or ``darwin``, the OS the screens come from;
         None: this machine's."""
         if platform is not None and platform not in OS_NAMES:
@@ -122,6 +136,8 @@ class Agent:
         self._settings = settings or AgentConfig()
         self.grounding = grounding or GroundingConfig()
         self.on_step = on_step
+        self.ask_user = ask_user
+        self.on_plan = on_plan
         self._backend = backend
         self._profile = (profiles or ProfileRegistry()).resolve(model.model, model.api)
         self._meter = UsageMeter(self._budget())  # one per agent, reset in place per task
@@ -145,6 +161,10 @@ class Agent:
         provider.redactor = self._redactor
         self._locator = Locator(grounder) if grounder is not None else self._build_locator(retry)
         self._requests = Requests(self.settings, self._locator, self._redactor, os_name=platform)
+        # set-of-marks: numbered marks on the screenshot sent, named by mark=N (agent_s.setofmarks)
+        self._marker = Marker(self._locator) if self.grounding.marks else None
+        self._requests.marks = self._marker is not None
+        self._marks: MarkTable | None = None  # the current step's
         self._gate = SafetyGate(self.settings.safety, approver)
         # the smaller copy of each screen for later requests is made while the model thinks
         self._encoder = ThreadPoolExecutor(1, thread_name_prefix="agent-s-history")
@@ -195,11 +215,12 @@ class Agent:
 
     @property
     def backend(self) -> DesktopBackend:
-        """The desktop acted on; the X11 display in ``$DISPLAY`` unless one was given."""
+        """The desktop acted on; unless one was given, this session's (the X11 display in
+        ``$DISPLAY``, or sway on Wayland: ``agent_s.desktop.choose``)."""
         if self._backend is None:
-            from agent_s.desktop.x11 import X11Backend
+            from agent_s.desktop.choose import open_backend
 
-            self._backend = X11Backend()
+            self._backend = open_backend()
         return self._backend
 
     @backend.setter
@@ -249,6 +270,10 @@ class Agent:
         self._requests.reset()
         self._actor.reset()
         self._tally = Tally()
+        self._steps_taken = 0
+        self._focus: str | None = None  # a subtask's text for the worker, instead of the task
+        self._subtask: str | None = None
+        self._plan: PlanReport | None = None
         self._gate.reset()
         self._meter.reset(self._budget())
 
@@ -269,15 +294,24 @@ class Agent:
             )
             self._writer.write_run(header)
 
-    def step(self, observation: Observation | None = None, *, execute: bool = True) -> Step:
+    def step(
+        self,
+        observation: Observation | None = None,
+        *,
+        execute: bool = True,
+        given: ActionModel | None = None,
+    ) -> Step:
         """One step. ``observation`` None: capture the backend's screen. ``execute`` False (or a
-        dry run): plan and ground only; the caller carries out ``step.code`` itself."""
+        dry run): plan and ground only; the caller carries out ``step.code`` itself. ``given``:
+        carry out this action instead of asking the model for one."""
         if not self._task:
             raise RuntimeError("call start(task) before step()")
         execute = execute and not self.settings.dry_run
-        self._draft = _Draft(len(self._history) + 1)
+        self._draft = _Draft(self._steps_taken + 1)
+        if self._subtask is not None:
+            self._draft.set(subtask=self._subtask)
         try:
-            step = self._step(observation, execute)
+            step = self._step(observation, execute, given)
         except BaseException as err:
             kind: StepOutcome = "cancelled" if is_interrupt(err) else "error"
             usage = self._meter.total
@@ -288,20 +322,26 @@ class Agent:
             self.on_step(step)
         return step
 
-    def _step(self, observation: Observation | None, execute: bool) -> Step:
+    def _step(
+        self, observation: Observation | None, execute: bool, given: ActionModel | None
+    ) -> Step:
         draft = self._draft
         with draft.timed("observe"):
             captured = observation is None
             if observation is None:
-                backend = self.backend
-                shot = backend.capture()
-                observation = Observation(shot, tuple(backend.windows()), backend.geometry())
+                observation = self._capture()
         # the windows are known when captured here; a given observation may not list them
         listed = observation if captured or observation.windows else None
         window = observation.active_window
         image = observation.screenshot.image
         title = f"{window.app}: {window.title}" if window else None
         draft.set(screen=image.size, active_window=title)
+        self._marks = None
+        if self._marker is not None:  # the marked screenshot is the one sent
+            with draft.timed("marks"):
+                self._marks = self._marker.table(observation)
+                image = self._marker.picture(observation, self._marks, self._profile.image_spec)
+            draft.set(marks=self._marks.entries)
         with draft.timed("encode"):
             sent = encode_screenshot(image, self._profile.image_spec)
             self._locator.prepare(observation, sent)  # the a11y tree is read while the model thinks
@@ -313,36 +353,23 @@ class Agent:
             with draft.timed("record"):
                 draft.set(screenshot=self._writer.write_image(name, sent.data))
 
-        reflection = self._reflect(sent) if self.settings.reflection else None
-        with draft.timed("build"):
-            messages = self._requests.worker(
-                system, self._task, self._history, sent, self._actor.notes, reflection, listed
-            )
-        a11y = None
-        if self.settings.a11y_snapshot:
-            with draft.timed("a11y"):
-                snapshot, a11y = self._requests.snapshot(observation)
-            if snapshot is not None:
-                messages = with_snapshot(messages, snapshot)
-        draft.set(request=summary(messages, sent, reflection is not None, a11y))
-
-        action, reply = generate(
-            lambda asked: self._call(asked, "generate"),
-            messages,
-            tries=self.settings.max_invalid_replies + 1,
-            policy=self.settings.context,
-            on_call=lambda call: draft.add(calls=[call]),
-        )
+        if given is None:
+            action, reply = self._generate(observation, system, sent, listed)
+        else:  # the manager hands a subtask to the code agent: no worker call
+            action, reply = given, ""
         draft.set(action=action, reply=reply, action_text=call_text(action))
         found: Located | NotLocated = Located((), ())
         if targets := action.targets():
             with draft.timed("grounding"):
-                found = self._locator.locate(targets, observation, sent)
+                found = locate_marked(self._locator, targets, observation, sent, self._marks)
             draft.add(grounding=found.groundings)
         outcome: StepOutcome
         if isinstance(found, NotLocated):  # the model is told what is missing, and tries again
             outcome, detail = "error", found.feedback
             draft.add(errors=[detail])
+        elif isinstance(action, AskUserAction):
+            draft.set(code="WAIT")
+            outcome, detail = "ok", self._ask_user(action.question)
         else:
             scene = self._scene(observation, execute)
             outcome, detail = self._actor.act(action, found.points, scene, draft)
@@ -356,10 +383,58 @@ class Agent:
 
     # -- the parts of a step ------
 
+    def _generate(
+        self,
+        observation: Observation,
+        system: str,
+        sent: EncodedImage,
+        listed: Observation | None,
+    ) -> tuple[ActionModel, str]:
+        """The worker's request for this step and its action (reflection first, when on)."""
+        draft = self._draft
+        reflection = self._reflect(sent) if self.settings.reflection else None
+        with draft.timed("build"):
+            messages = self._requests.worker(
+                system,
+                self._worker_task,
+                self._history,
+                sent,
+                self._actor.notes,
+                reflection,
+                listed,
+            )
+        a11y = None
+        if self.settings.a11y_snapshot:
+            with draft.timed("a11y"):
+                snapshot, a11y = self._requests.snapshot(observation)
+            if snapshot is not None:
+                messages = with_snapshot(messages, snapshot)
+        marks = self._marks
+        if marks is not None:
+            listed_marks = self._redactor.text(mark_list(marks.lines(), marks.total))
+            messages = with_snapshot(messages, listed_marks)
+        draft.set(request=summary(messages, sent, reflection is not None, a11y))
+        return generate(
+            lambda asked: self._call(asked, "generate"),
+            messages,
+            tries=self.settings.max_invalid_replies + 1,
+            policy=self.settings.context,
+            on_call=lambda call: draft.add(calls=[call]),
+            check=lambda action: check_marks(action, marks),
+        )
+
+    def _capture(self) -> Observation:
+        """The screen now (the monitor the settings choose), its windows and geometry."""
+        backend = self.backend
+        geometry, windows = backend.geometry(), tuple(backend.windows())
+        pointer = backend.pointer() if self.settings.monitor == "active" else None
+        index = monitor_to_capture(self.settings.monitor, geometry, windows, pointer)
+        return Observation(backend.capture(index), windows, geometry)
+
     def _scene(self, observation: Observation, execute: bool) -> Scene:
         return Scene(
             step=self._draft.step.step,
-            task=self._task,
+            task=self._worker_task,
             observation=observation,
             platform=self._requests.platform,
             backend=lambda: self.backend,
@@ -369,9 +444,24 @@ class Agent:
             code_offered=self._requests.code_offered,
         )
 
+    def _ask_user(self, question: str) -> str:
+        """The user's answer to ``question``, for the model; with nobody to answer (no
+        ``ask_user`` callback, or no answer given) the run ends as ``needs_input``."""
+        question = self._redactor.text(question.strip())
+        answer = self.ask_user(question) if self.ask_user is not None else None
+        if answer is None or not answer.strip():
+            why = "nobody can answer here" if self.ask_user is None else "no answer was given"
+            raise RunEnded(
+                f"the agent asked a question and {why}: {question}",
+                status=RunStatus.NEEDS_INPUT,
+                cause="needs_input",
+                question=question,
+            )
+        return f"the user answered: {answer.strip()}"
+
     def _call(self, messages: Sequence[Message], purpose: str) -> ModelReply:
         """One model call; its retries (if any) are noted on the step."""
-        self._tally.model_calls += 1
+        self._tally.count(purpose)
         try:
             with self._draft.timed("model"):
                 request = ModelRequest(tuple(messages), metadata={"purpose": purpose})
@@ -381,7 +471,7 @@ class Agent:
             self._retries.clear()
 
     def _reflect(self, sent: EncodedImage) -> str | None:
-        messages = self._requests.reflection(self._task, self._history, sent)
+        messages = self._requests.reflection(self._worker_task, self._history, sent)
         if messages is None:  # nothing to reflect on before the first step
             return None
         start = time.perf_counter()
@@ -391,6 +481,7 @@ class Agent:
         return reply.text.strip() or None
 
     def _record(self, step: Step) -> None:
+        self._steps_taken += 1
         self._tally.add_step(step.seconds, step.timings)
         if self._writer is not None:
             self._writer.write_step(step)
@@ -398,16 +489,26 @@ class Agent:
     # -- whole runs ------
 
     def run(self, task: str, *, postcondition: Postcondition | None = None) -> RunResult:
-        """Do ``task`` until done, fail, or a limit; always returns a result (and writes it)."""
+        """Do ``task`` until done, fail, or a limit; always returns a result (and writes it).
+        With planning (``settings.plan``; never in a dry run) the manager runs the task as a
+        plan of subtasks (``agent_s.manager``)."""
         self.start(task)
         limit = self.settings.max_steps
+        mode = "off" if self.settings.dry_run else self.settings.plan.mode
         try:
-            for _ in range(limit):
+            if mode == "always" or (mode == "auto" and is_long(self._task)):
+                trigger = "always" if mode == "always" else "a long task"
+                return self.end(self._managed(trigger, postcondition))
+            failed = 0  # steps in a row whose action failed
+            while self._steps_taken < limit:
                 self._check_time()
                 step = self.step()
                 if step.action is not None and step.terminal is not None:
                     dry_run = self.settings.dry_run
                     return self.end(final_ending(step.action, postcondition, dry_run=dry_run))
+                failed = failed + 1 if step.outcome == "error" else 0
+                if mode == "auto" and failed >= FAILED_ATTEMPTS_BEFORE_SWITCH:
+                    return self.end(self._managed("a step failed twice", postcondition))
             reason = f"the task was not finished in {limit} steps"
             return self.finish(RunStatus.MAX_STEPS, "max_steps", reason)
         except BaseException as err:  # each way a run can end has its status: agent_s.result
@@ -417,6 +518,21 @@ class Agent:
             if isinstance(err, Exception):
                 self.finish(RunStatus.ERROR, "internal_error", describe_error(err), error=err)
             raise
+
+    def _managed(self, trigger: str, postcondition: Postcondition | None) -> Ending:
+        """The rest of the task as a plan (``agent_s.manager``); its report goes in the result."""
+        tries = self.settings.max_invalid_replies + 1
+        manager = Manager(_PlanHost(self), self.settings.plan, tries=tries, trigger=trigger)
+        self._plan = manager.report
+        try:
+            return manager.run(postcondition)
+        finally:
+            self._focus = self._subtask = None
+
+    @property
+    def _worker_task(self) -> str:
+        """What the worker is asked to do: the task, or the subtask the manager is running."""
+        return self._focus if self._focus is not None else self._task
 
     def _check_time(self) -> None:
         limit = self.settings.max_seconds
@@ -435,10 +551,11 @@ class Agent:
         result = self._tally.result(
             self._task,
             ending,
-            steps=len(self._history),
+            steps=self._steps_taken,
             usage=self._meter.total,
             model=self.model.model,
             trajectory_dir=self.trajectory_dir,
+            plan=self._plan.to_json() if self._plan is not None else None,
         )
         if self._writer is not None:
             self._writer.write_result(result)
@@ -458,6 +575,89 @@ class Agent:
     ) -> RunResult:
         """``end`` the task with this status, cause and reason."""
         return self.end(Ending(status, cause, reason, answer, check, error))
+
+
+class _PlanHost:
+    """The agent as the manager sees it (``agent_s.manager.PlanHost``)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    @property
+    def task(self) -> str:
+        return self.agent._task
+
+    @property
+    def code_enabled(self) -> bool:
+        return self.agent.settings.code.enabled
+
+    @property
+    def steps_left(self) -> int:
+        return self.agent.settings.max_steps - self.agent._steps_taken
+
+    def look(self) -> tuple[EncodedImage, Platform]:
+        agent = self.agent
+        observation = agent._capture()
+        sent = encode_screenshot(observation.screenshot.image, agent._profile.image_spec)
+        agent._requests.system(observation, True, sent, desktop=agent._desktop_name())
+        return sent, agent._requests.platform
+
+    def today(self) -> str:
+        day = self.agent._requests.today
+        return today_line(day if day is not None else date.today())
+
+    def ask(self, messages: Sequence[Message], purpose: str) -> ModelReply:
+        self.agent._check_time()
+        return self.agent._call(messages, purpose)
+
+    def _focus(self, text: str, subtask: str) -> None:
+        agent = self.agent
+        agent._focus, agent._subtask, agent._history = text, subtask, []
+
+    def work(self, text: str, subtask: str, limit: int) -> Step | None:
+        self._focus(text, subtask)
+        for _ in range(limit):
+            self.agent._check_time()
+            step = self.agent.step()
+            if step.action is not None and step.terminal is not None:
+                return step
+        return None
+
+    def hand_to_code(self, text: str, subtask: str) -> Step:
+        self._focus(text, subtask)
+        self.agent._check_time()
+        return self.agent.step(given=CallCodeAgentAction(task=text))
+
+    def windows(self) -> Sequence[str]:
+        return [window.title for window in self.agent.backend.windows()]
+
+    def _env(self) -> Mapping[str, str] | None:
+        backend = self.agent._backend
+        return backend.env if backend is not None else None
+
+    def home(self) -> Path:
+        return Path((self._env() or os.environ).get("HOME") or Path.home())
+
+    def run_command(self, argv: Sequence[str]) -> tuple[bool, str]:
+        agent = self.agent
+        code = shlex.join(argv)
+        decision = agent._gate.check(
+            subject_for_code("bash", code), step=agent._steps_taken, ask=True
+        )
+        if not decision.allowed:
+            return False, f"not run: {decision.message}"
+        env = self._env()
+        settings = agent.settings.code
+        secrets = [s for s in agent._secrets if s]
+        runner = runner_settings(settings, workdir_for(settings, env), env, secrets)
+        return contained_command(argv, runner)
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        agent = self.agent
+        if agent._writer is not None:
+            agent._writer.write_event({"event": kind, "after_step": agent._steps_taken, **data})
+        if agent.on_plan is not None:
+            agent.on_plan(kind, data)
 
 
 __all__ = ["Agent", "RunEnded", "Step", "StepReport", "call_text"]

@@ -267,6 +267,32 @@ class CodeAgentReport:
         return self.status == "done"
 
 
+def workdir_for(settings: CodeAgentConfig, env: Mapping[str, str] | None) -> Path:
+    """Where the code runs: the setting, else the desktop's HOME (``env``'s, else ours)."""
+    home = (env or os.environ).get("HOME") or str(Path.home())
+    return Path(settings.workdir or home).expanduser().resolve()
+
+
+def runner_settings(
+    settings: CodeAgentConfig,
+    workdir: Path,
+    env: Mapping[str, str] | None,
+    secrets: Sequence[str],
+) -> RunnerSettings:
+    """The contained runner's settings for the code agent's blocks (and plans' command checks)."""
+    return RunnerSettings(
+        workdir=workdir,
+        timeout_s=settings.timeout_s,
+        memory_mb=settings.memory_mb,
+        output_bytes=settings.output_bytes,
+        sandbox=settings.sandbox,
+        writable=tuple(settings.writable),
+        python=settings.python,
+        env=dict(env) if env is not None else None,
+        secrets=tuple(secrets),
+    )
+
+
 class CodeAgent:
     """One ``call_code_agent``: ``run()`` once per call. ``complete`` makes one model call."""
 
@@ -297,22 +323,10 @@ class CodeAgent:
         self.step = step
         self.ask = ask
         self.screen = screen
-        home = (self.env or os.environ).get("HOME") or str(Path.home())
-        self.workdir = Path(settings.workdir or home).expanduser().resolve()
+        self.workdir = workdir_for(settings, self.env)
 
     def runner_settings(self) -> RunnerSettings:
-        s = self.settings
-        return RunnerSettings(
-            workdir=self.workdir,
-            timeout_s=s.timeout_s,
-            memory_mb=s.memory_mb,
-            output_bytes=s.output_bytes,
-            sandbox=s.sandbox,
-            writable=tuple(s.writable),
-            python=s.python,
-            env=self.env,
-            secrets=self.secrets,
-        )
+        return runner_settings(self.settings, self.workdir, self.env, self.secrets)
 
     def _opening(self, task: str, files: Sequence[str] = ()) -> list[Message]:
         """The system prompt and the first user message; ``files``: the working folder's."""

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
 from agent_s.context import ContextPolicy
+from agent_s.desktop.monitors import MonitorChoice, parse_monitor_choice
 from agent_s.errors import AgentSError
 from agent_s.keys import normalize_key
 from agent_s.models.endpoints import (
@@ -38,6 +39,7 @@ from agent_s.models.endpoints import (
     ProviderSettings,
 )
 from agent_s.models.errors import mask_secret
+from agent_s.planning import PlanSettings
 
 GroundMode = Literal["auto", "ocr", "a11y", "model", "native"]
 SafetyMode = Literal["auto", "confirm", "confirm-all", "deny-risky"]
@@ -161,12 +163,16 @@ class ModelConfig(ProviderSettings):
 
 @dataclass(frozen=True)
 class GroundingConfig:
-    """How referring expressions become points; ``model`` mode needs ``model`` (and ``url``)."""
+    """How referring expressions become points; ``model`` mode needs ``model`` (and ``url``).
+    ``marks``: set-of-marks, the screenshot sent carries numbered marks on its controls, which
+    the model may name (``agent.click(mark=17)``) besides describing elements for ``mode``'s
+    grounder (``agent_s.setofmarks``)."""
 
     mode: GroundMode = "auto"
     url: str | None = None
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    marks: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in get_args(GroundMode):
@@ -418,8 +424,12 @@ class AgentConfig:
     # list the active window's named elements (role, name) in each worker request, when the
     # accessibility tree is available; off by default (it costs tokens and an AT-SPI walk)
     a11y_snapshot: bool = False
+    # which monitor each step captures: "all", "active" (the active window's) or a number
+    monitor: MonitorChoice = "all"
     safety: SafetyConfig = field(default_factory=lambda: SafetyConfig())  # the SDK: "auto"
     code: CodeAgentConfig = field(default_factory=lambda: CodeAgentConfig())
+    # planning: off, auto (a long task, or once a step failed twice), always; see agent_s.manager
+    plan: PlanSettings = field(default_factory=PlanSettings)
     # values never written or sent to a model, besides the API keys (``[secrets]``)
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
@@ -440,6 +450,10 @@ class AgentConfig:
             raise ConfigError("settle_seconds must not be negative", setting="settle_seconds")
         if self.retry_attempts < 1:
             raise ConfigError("retry_attempts must be at least 1", setting="retry_attempts")
+        try:
+            object.__setattr__(self, "monitor", parse_monitor_choice(self.monitor))
+        except ValueError as err:
+            raise ConfigError(str(err), setting="--monitor") from err
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **explicit: object) -> AgentConfig:

@@ -37,6 +37,7 @@ from agent_s.actions import (
     ACTION_MODELS,
     Action,
     ActionModel,
+    AskUserAction,
     CallCodeAgentAction,
     ClickAction,
     DoneAction,
@@ -334,6 +335,15 @@ def subject_for_action(
             )
         case DoneAction() | FailAction():
             return Subject(name, text, inert=True, effects=(Effect("end"),))
+        case AskUserAction():  # the question goes to the user, nothing to the desktop
+            return Subject(
+                name,
+                text,
+                shown=action.question,
+                texts=(action.question,),
+                inert=True,
+                effects=(Effect("note", text=action.question),),
+            )
         case _:
             _exhaustive(action)
             return Subject(name, text, unknown=f"the safety gate does not know {name!r}")

@@ -31,9 +31,12 @@ def generate(
     tries: int,
     policy: ContextPolicy,
     on_call: Callable[[ModelCall], None],
+    check: Callable[[ActionModel], None] | None = None,
 ) -> tuple[ActionModel, str]:
     """(the action, the reply it came from). ``call`` makes one model call; ``on_call`` gets
-    the record of each (its reply, usage, and the problem fed back)."""
+    the record of each (its reply, usage, and the problem fed back). ``check`` may refuse a
+    parsed action with an ``ActionParseError`` (a mark not on the screenshot), which is fed
+    back like any invalid reply."""
     problem = ""
     for _ in range(tries):
         start = time.perf_counter()
@@ -55,6 +58,8 @@ def generate(
                 if not text.strip():
                     raise ActionParseError(EMPTY_REPLY, kind="none")
                 action = parse_action(text)
+                if check is not None:
+                    check(action)
             except ActionParseError as err:
                 problem = str(err)
                 on_call(ModelCall.of("generate", text, reply.usage, start, reply.attempts, problem))

@@ -13,11 +13,16 @@ falls off the screenshot is cut off, not refused: a picture never fails for it.
 - ``Line``: a drag, from its start to its end;
 - ``Outline``: a box (a grounded element, labelled with the grounder that found it; the window
   an action goes to), clipped to the screenshot;
-- ``Label``: a line of text; labels are stacked in the top-left corner.
+- ``Label``: a line of text; labels are stacked in the top-left corner;
+- ``Numbered``: a control with its set-of-marks number (``agent_s.setofmarks``): a thin outline
+  just outside the box and the number on a small tag at one of its corners, inside or just
+  outside, wherever the pixels under it are plainest (no text, no edges) and no other tag is,
+  so the control's own text stays readable.
 
-Three pictures are made of them: ``plan_picture`` (a dry run's planned operations),
-``approval_picture`` (the crop an approver sees) and ``grounding_picture`` (``agent-s ground
---annotate``).
+Four pictures are made of them: ``plan_picture`` (a dry run's planned operations),
+``approval_picture`` (the crop an approver sees), ``grounding_picture`` (``agent-s ground
+--annotate``) and ``numbered_picture`` (the screenshot the generation model is sent when the run
+shows marks; its tags are sized for the image as sent, after any downscaling).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont, ImageStat
 from typing_extensions import assert_never
 
 from agent_s.desktop import ops
@@ -41,6 +46,11 @@ GREEN: Color = (0, 200, 0)
 _LABEL_FILL: Color = (255, 255, 200)
 _LABEL_TEXT: Color = (200, 0, 0)
 _LABEL_ROW = 18  # pixels from one stacked label to the next
+#: set-of-marks tags: white digits on a deep magenta, which few interfaces use for text
+MARK_TAG: Color = (190, 0, 140)
+_MARK_INK: Color = (255, 255, 255)
+MARK_TEXT_PIXELS = 12  # the height of a tag's digits in the image as sent
+_PLAIN = 15.0  # grey levels of spread: a place this much busier than the plainest is as good
 
 
 @dataclass(frozen=True)
@@ -80,15 +90,29 @@ class Label:
     text: str
 
 
-Mark = Ring | Line | Outline | Label
+@dataclass(frozen=True)
+class Numbered:
+    """A control marked with its number: thin outline, number tag at the top-left corner."""
+
+    box: Box
+    number: int
+    color: Color = MARK_TAG
 
 
-def draw(screenshot: Screenshot, marks: Sequence[Mark]) -> Image.Image:
-    """A copy of the screenshot (RGB) with ``marks`` drawn on it, in order."""
+Mark = Ring | Line | Outline | Label | Numbered
+
+
+def draw(screenshot: Screenshot, marks: Sequence[Mark], *, tag_scale: float = 1.0) -> Image.Image:
+    """A copy of the screenshot (RGB) with ``marks`` drawn on it, in order. ``tag_scale``:
+    screenshot pixels per pixel of the image that will be sent, so that ``Numbered`` tags keep
+    their size once the picture is scaled down."""
     image = screenshot.image.convert("RGB")
     pen = ImageDraw.Draw(image)
     chain = CoordinateChain(screenshot)
     rows = 0
+    tags = [m for m in marks if isinstance(m, Numbered)]
+    if tags:  # outlines first, then every tag, so that no outline crosses a number
+        _numbered(image, chain, tags, max(1.0, tag_scale))
     for mark in marks:
         if isinstance(mark, Ring):
             _ring(pen, chain.screen_to_pixel(mark.at), mark)
@@ -105,6 +129,8 @@ def draw(screenshot: Screenshot, marks: Sequence[Mark]) -> Image.Image:
         elif isinstance(mark, Label):
             _text(pen, (8, 8 + rows * _LABEL_ROW), mark.text, _LABEL_FILL, _LABEL_TEXT)
             rows += 1
+        elif isinstance(mark, Numbered):
+            pass  # drawn above, all together
         else:
             assert_never(mark)
     return image
@@ -191,7 +217,99 @@ def grounding_picture(
     return draw(screenshot, [*marks, Ring(point, radius=9, width=2)])
 
 
+def numbered_picture(
+    screenshot: Screenshot, controls: Sequence[tuple[int, Box]], *, tag_scale: float = 1.0
+) -> Image.Image:
+    """The screenshot with each control (number, screen box) outlined and its number tagged;
+    ``tag_scale``: screenshot pixels per pixel of the image as sent (see ``draw``)."""
+    return draw(
+        screenshot, [Numbered(box, number) for number, box in controls], tag_scale=tag_scale
+    )
+
+
+Rect = tuple[int, int, int, int]  # left, top, right, bottom pixels, inclusive
+
+
+def tag_places(box: Box, size: tuple[int, int], image: tuple[int, int]) -> list[Rect]:
+    """Where the ``size`` (width, height) tag of the screenshot box ``box`` may go, in order of
+    preference, each kept on an ``image`` (width, height): inside the top-left corner (when the
+    box is at least twice the tag each way), just above the box at its left (below it at the
+    top of the image), inside the top-right corner, just above at its right, just left of it."""
+    width, height = size
+    above = box.y - height if box.y - height >= 0 else box.bottom + 1
+    places = []
+    if box.width >= 2 * width + 4 and box.height >= 2 * height:
+        places.append((box.x + 1, box.y + 1))
+    places.append((box.x, above))
+    if box.width >= 2 * width + 4 and box.height >= 2 * height:
+        places.append((box.right - width, box.y + 1))
+    places += [(box.right + 1 - width, above), (box.x - width - 1, box.y)]
+    found: list[Rect] = []
+    for left, top in places:
+        left = min(max(0, left), max(0, image[0] - width))
+        top = min(max(0, top), max(0, image[1] - height))
+        found.append((left, top, left + width - 1, top + height - 1))
+    return found
+
+
+def _place(base: Image.Image, places: Sequence[Rect], taken: Sequence[Rect]) -> Rect:
+    """The first place, in order of preference, whose pixels in ``base`` are about as plain as
+    the plainest one's (the spread of their grey levels: text and edges raise it), away from
+    the tags already placed where one is."""
+
+    def spread(rect: Rect) -> float:
+        crop = base.crop((rect[0], rect[1], rect[2] + 1, rect[3] + 1))
+        return float(ImageStat.Stat(crop).stddev[0])
+
+    free = [rect for rect in places if not any(_overlap(rect, other) for other in taken)]
+    candidates = free or list(places)
+    spreads = [spread(rect) for rect in candidates]
+    plainest = min(spreads)
+    return next(r for r, s in zip(candidates, spreads, strict=True) if s <= plainest + _PLAIN)
+
+
+def _overlap(a: Rect, b: Rect, gap: int = 3) -> bool:
+    """Whether two tags touch or come within ``gap`` pixels (two numbers would read as one)."""
+    return a[0] <= b[2] + gap and b[0] <= a[2] + gap and a[1] <= b[3] + gap and b[1] <= a[3] + gap
+
+
 # -- drawing -------------------------------------------------------------------------------------
+
+
+def _numbered(
+    image: Image.Image, chain: CoordinateChain, tags: Sequence[Numbered], scale: float
+) -> None:
+    """Outlines first, then each tag where it hides the least (``_place``), measured on the
+    pixels as they were before any mark was drawn."""
+    pen = ImageDraw.Draw(image)
+    base = image.convert("L")
+    font = _font(max(8, round(MARK_TEXT_PIXELS * scale)))
+    line = max(1, round(scale))
+    shown = [(tag, chain.screen_box_to_screenshot(tag.box)) for tag in tags]
+    for tag, box in shown:  # just outside the box, so that the outline crosses none of its text
+        if box is not None:
+            around = (box.x - line, box.y - line, box.right + line, box.bottom + line)
+            pen.rectangle(around, outline=tag.color, width=line)
+    pad = max(1, round(2 * scale))
+    taken: list[Rect] = []
+    for tag, box in shown:
+        if box is None:
+            continue
+        text = str(tag.number)
+        left, top, right, bottom = pen.textbbox((0, 0), text, font=font)
+        size = (int(right - left) + 2 * pad, int(bottom - top) + 2 * pad)
+        x0, y0, x1, y1 = _place(base, tag_places(box, size, (chain.width, chain.height)), taken)
+        taken.append((x0, y0, x1, y1))
+        pen.rectangle((x0, y0, x1, y1), fill=tag.color, outline=_MARK_INK)
+        pen.text((x0 + pad - left, y0 + pad - top), text, fill=_MARK_INK, font=font)
+
+
+def _font(pixels: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """Pillow's own scalable font at ``pixels`` (its bitmap font where FreeType is missing)."""
+    try:
+        return ImageFont.load_default(size=pixels)
+    except (ImportError, OSError, TypeError):  # pragma: no cover - Pillow without FreeType
+        return ImageFont.load_default()
 
 
 def _ring(pen: ImageDraw.ImageDraw, centre: tuple[int, int], ring: Ring) -> None:
@@ -227,17 +345,22 @@ def _text_size(pen: ImageDraw.ImageDraw, text: str) -> tuple[int, int]:
 
 __all__ = [
     "GREEN",
+    "MARK_TAG",
+    "MARK_TEXT_PIXELS",
     "RED",
     "Color",
     "Label",
     "Line",
     "Mark",
+    "Numbered",
     "Outline",
     "Ring",
     "approval_picture",
     "crop",
     "draw",
     "grounding_picture",
+    "numbered_picture",
     "plan_picture",
     "png",
+    "tag_places",
 ]

@@ -17,6 +17,8 @@ The role functions at the bottom assemble complete prompts; OS-specific text com
 ``Platform`` passed in, never from the machine the code runs on. The worker's system prompt
 also follows the grounder in use (``DescriptionStyle``): model-free grounders match labels, a
 grounding model sees appearance, and with native grounding the model writes the point itself.
+With set-of-marks (``marks``), the screenshot carries numbered marks the model may name
+(``mark=17``) before that guidance, and each request lists the marks (``mark_list``).
 What changes during a run (the open windows, today's date) is never part of a system prompt:
 it goes into the requests (``open_windows``, ``today_line``), so the system prompt stays the
 same for the whole run and a fixed date can be given to tests.
@@ -41,7 +43,15 @@ from agent_s.errors import AgentSError
 if TYPE_CHECKING:
     from agent_s.desktop.base import WindowInfo
 
-ROLES = ("worker", "reflection", "code_agent", "grounding_query", "text_span")
+ROLES = (
+    "worker",
+    "reflection",
+    "code_agent",
+    "grounding_query",
+    "text_span",
+    "planner",
+    "verifier",
+)
 GroundingFrame = Literal["pixels", "grid1000"]
 #: How the worker refers to elements: ``labels`` for the model-free grounders (accessibility
 #: tree, OCR), which match text; ``appearance`` for a grounding model, which sees the image;
@@ -253,6 +263,7 @@ def worker_system_prompt(
     style: DescriptionStyle = "labels",
     native_image: tuple[int, int] | None = None,
     code_agent: bool | None = None,
+    marks: bool = False,
 ) -> str:
     """The GUI worker's system prompt: platform hints, the action catalogue, how to reply.
 
@@ -261,12 +272,14 @@ def worker_system_prompt(
     ``native_image`` (width, height of the screenshot as sent), in which the model writes each
     element's centre pixel after its description, and ``native_image`` alone implies it.
     ``code_agent``: whether ``call_code_agent`` is offered (None: whether the catalogue lists
-    it); when it is not, the prompt does not mention the code agent at all.
+    it); when it is not, the prompt does not mention the code agent at all. ``marks``: the
+    screenshots carry numbered marks (set-of-marks), named with ``mark=N``; pass a catalogue
+    made with ``action_catalogue(marks=True)`` (the default one is, then).
     """
     if catalogue is None:
         from agent_s.actions.catalogue import action_catalogue
 
-        catalogue = action_catalogue()
+        catalogue = action_catalogue(marks=marks)
     if code_agent is None:
         code_agent = "call_code_agent(" in catalogue
     template = load_template("worker")
@@ -289,6 +302,8 @@ def worker_system_prompt(
         grounding = template.render(f"grounding.{style}")
     else:
         raise ValueError(f"unknown description style {style!r}; use labels, appearance or native")
+    if marks:
+        grounding = template.render("grounding.marks") + "\n" + grounding
     return template.render(
         "system",
         platform_summary=platform.summary(),
@@ -323,8 +338,8 @@ def open_windows(windows: Sequence[WindowInfo]) -> str:
     return render("worker", "windows", lines="\n".join(lines))
 
 
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = (
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = (
     "January",
     "February",
     "March",
@@ -342,7 +357,7 @@ _MONTHS = (
 
 def today_line(day: date) -> str:
     """``Today is Tuesday, 1 December 2026 (2026-12-01).``: English whatever the locale."""
-    text = f"{_WEEKDAYS[day.weekday()]}, {day.day} {_MONTHS[day.month - 1]} {day.year}"
+    text = f"{WEEKDAYS[day.weekday()]}, {day.day} {MONTHS[day.month - 1]} {day.year}"
     return render("worker", "today", date=f"{text} ({day.isoformat()})")
 
 
@@ -357,6 +372,16 @@ def accessibility_snapshot(window: str, lines: Sequence[str], total: int) -> str
         elements="\n".join(lines),
         shown=len(lines),
         total=max(total, len(lines)),
+    )
+
+
+def mark_list(lines: Sequence[str], total: int) -> str:
+    """The marks on the current screenshot for a worker request (``17: push button "Save"``
+    per line, already bounded), of ``total`` controls found."""
+    if not lines:
+        return render("worker", "no_marks")
+    return render(
+        "worker", "marks", lines="\n".join(lines), shown=len(lines), total=max(total, len(lines))
     )
 
 

@@ -6,6 +6,7 @@ the caller, else this machine's; the screen read from the observation's geometry
 describe elements for the grounder in use (``description_style``), and ``call_code_agent``
 offered only when the code agent is on and the agent executes actions itself. With native
 grounding the prompt states the size of the image sent, and is rebuilt if that size changes.
+With set-of-marks (``marks``) the prompt and the action list say how to name a mark.
 What changes during a run goes into the worker request instead: the date the task started
 (``Requests.start``) and the open windows of each observation, when they are known. The
 history in each request follows the context policy (``agent_s.context``); the accessibility
@@ -82,6 +83,7 @@ class Requests:
         self.locator = locator
         self.redactor = redactor
         self.os_name = os_name
+        self.marks = False  # the screenshots carry numbered marks (agent_s.setofmarks)
         self.today: date | None = None
         self.reset()
 
@@ -138,13 +140,14 @@ class Requests:
             )
             exclude = () if self.settings.code.enabled and execute else CODE_AGENT
             self.code_offered = not exclude
-            catalogue = action_catalogue(exclude=exclude, os=platform.os)
+            catalogue = action_catalogue(exclude=exclude, os=platform.os, marks=self.marks)
             prompt = worker_system_prompt(
                 platform,
                 catalogue=catalogue,
                 style=style,
                 native_image=native,
                 code_agent=self.code_offered,
+                marks=self.marks,
             )
             self._system, self._native_frame = (platform, prompt), native
         return self._system[1]

@@ -10,7 +10,8 @@ said fail, kept replying with no usable action, or the postcondition failed), ``
 model refused the task), ``max_steps``, ``budget_exceeded`` (cost, tokens or wall time),
 ``cancelled`` (interrupted), ``error`` (the provider or the desktop failed; ``reason`` says how),
 ``planned`` (a dry run reached done: the actions were planned and drawn, nothing was executed, so
-nothing is claimed to have succeeded).
+nothing is claimed to have succeeded), ``needs_input`` (the model asked the user a question with
+``ask_user`` and nobody could answer: ``question`` holds it; the run stops instead of guessing).
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ class RunStatus(str, enum.Enum):
     CANCELLED = "cancelled"
     ERROR = "error"
     PLANNED = "planned"
+    NEEDS_INPUT = "needs_input"
 
     @property
     def exit_code(self) -> int:
         """The CLI's exit code: 0 succeeded or planned (a dry run), 1 failed / infeasible /
-        error, 3 a limit, 130 cancelled."""
+        error, 3 a limit, 4 needs input (the agent asked a question nobody answered), 130
+        cancelled."""
         return _EXIT_CODES[self]
 
 
@@ -57,6 +60,7 @@ _EXIT_CODES = {
     RunStatus.BUDGET_EXCEEDED: 3,
     RunStatus.CANCELLED: 130,
     RunStatus.PLANNED: 0,
+    RunStatus.NEEDS_INPUT: 4,
 }
 
 #: Why a run ended, finer than the status (e.g. FAILED by the model or by invalid replies).
@@ -67,6 +71,9 @@ Cause = Literal[
     "invalid_replies",
     "postcondition_failed",
     "refused",
+    "infeasible_gate",
+    "replan_limit",
+    "needs_input",
     "max_steps",
     "budget_cost",
     "budget_tokens",
@@ -131,7 +138,8 @@ class RunResult:
     answer: str | None = None  # what ``done`` answered, if the task asked a question
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
-    model_calls: int = 0  # generation + reflection calls (HTTP retries not counted)
+    model_calls: int = 0  # every model call of the run (HTTP retries not counted)
+    calls: dict[str, int] = field(default_factory=dict)  # model calls per purpose
     timings: Timings = field(default_factory=Timings)
     trajectory_dir: Path | None = None
     verified: bool = False  # True only when a postcondition ran after ``done`` and passed
@@ -139,6 +147,10 @@ class RunResult:
     model: str = ""
     started_at: float = 0.0  # unix time
     error_type: str | None = None  # the exception class for status ``error``
+    # the manager's report when the run was planned (``agent_s.manager.PlanReport``): the
+    # feasibility decision, each subtask's status, attempts and checks, switches, replans
+    plan: dict[str, Any] | None = None
+    question: str | None = None  # status needs_input: the question nobody answered
 
     @property
     def succeeded(self) -> bool:
@@ -171,6 +183,7 @@ class RunResult:
             steps=int(data.get("steps", 0)),
             usage=Usage(**usage),
             model_calls=int(data.get("model_calls", 0)),
+            calls={str(k): int(v) for k, v in data.get("calls", {}).items()},
             timings=Timings(**data.get("timings", {})),
             trajectory_dir=Path(folder) if folder else None,
             verified=bool(data.get("verified", False)),
@@ -178,6 +191,8 @@ class RunResult:
             model=data.get("model", ""),
             started_at=float(data.get("started_at", 0.0)),
             error_type=data.get("error_type"),
+            plan=data.get("plan"),
+            question=data.get("question"),
         )
 
 
@@ -187,10 +202,13 @@ class RunResult:
 class RunEnded(AgentSError):
     """The run cannot go on (no usable reply, a refusal, the time limit): status and cause."""
 
-    def __init__(self, message: str, *, status: RunStatus, cause: Cause) -> None:
+    def __init__(
+        self, message: str, *, status: RunStatus, cause: Cause, question: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.cause = cause
+        self.question = question
 
 
 @dataclass(frozen=True)
@@ -203,6 +221,7 @@ class Ending:
     answer: str | None = None
     check: PostconditionResult | None = None
     error: BaseException | None = None
+    question: str | None = None  # status needs_input: what the agent asked
 
 
 class Tally:
@@ -211,12 +230,18 @@ class Tally:
     def __init__(self) -> None:
         self.started_at = time.time()  # unix time
         self.model_calls = 0
+        self.calls: dict[str, int] = {}  # model calls per purpose
         self.timings = Timings()
         self._clock = time.monotonic()
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self._clock
+
+    def count(self, purpose: str) -> None:
+        """One model call for ``purpose`` ("generate", "reflect", "code", "plan", ...)."""
+        self.model_calls += 1
+        self.calls[purpose] = self.calls.get(purpose, 0) + 1
 
     def add_step(self, seconds: float, parts: Mapping[str, float]) -> None:
         self.timings = self.timings + Timings.of_step(seconds, parts)
@@ -230,8 +255,9 @@ class Tally:
         usage: Usage,
         model: str,
         trajectory_dir: Path | None,
+        plan: dict[str, Any] | None = None,
     ) -> RunResult:
-        """The run's result, ended as ``ending`` now."""
+        """The run's result, ended as ``ending`` now; ``plan``: the manager's report."""
         check, error = ending.check, ending.error
         return RunResult(
             task=task,
@@ -242,6 +268,7 @@ class Tally:
             steps=steps,
             usage=usage,
             model_calls=self.model_calls,
+            calls=dict(self.calls),
             timings=replace(self.timings, total=self.elapsed).rounded(),
             trajectory_dir=trajectory_dir,
             verified=bool(check and check.passed),
@@ -249,6 +276,8 @@ class Tally:
             model=model,
             started_at=self.started_at,
             error_type=type(error).__name__ if error is not None else None,
+            plan=plan,
+            question=ending.question,
         )
 
 
@@ -263,7 +292,7 @@ def error_ending(err: BaseException) -> Ending | None:
     """How an exception ends a run: a limit, a stop, a provider or desktop failure. None for
     anything else (a bug: the run ends as ``internal_error`` and the exception propagates)."""
     if isinstance(err, RunEnded):
-        return Ending(err.status, err.cause, str(err))
+        return Ending(err.status, err.cause, str(err), question=err.question)
     if isinstance(err, BudgetExceeded):
         cause: Cause = "budget_cost" if err.kind == "cost" else "budget_tokens"
         return Ending(RunStatus.BUDGET_EXCEEDED, cause, str(err))

@@ -18,9 +18,9 @@ The file is ``$AGENT_S_CONFIG`` (an error if it does not exist) or
 ``~/.config/agent-s/config.toml`` (skipped if it does not exist)::
 
     [model]       provider, name, base_url, timeout (seconds per attempt at a model call)
-    [grounding]   mode, url, model
+    [grounding]   mode, url, model, marks (set-of-marks: numbered marks on the screenshot)
     [limits]      max_steps, max_cost (USD), max_tokens, max_seconds
-    [run]         reflection, a11y_snapshot, record_dir
+    [run]         reflection, a11y_snapshot, record_dir, monitor
     [safety]      mode, allow_apps, allow_paths, [[safety.rules]]   (config.SafetyConfig)
     [code_agent]  enabled, max_steps, timeout, sandbox, memory_mb, workdir, writable, ...
     [secrets]     env (names of variables holding secrets), files (one secret per line)
@@ -66,9 +66,11 @@ from agent_s.config import (
     SecretsConfig,
     UserPath,
 )
+from agent_s.desktop.monitors import MonitorChoice, parse_monitor_choice
 from agent_s.models.endpoints import PROVIDERS, ProviderName, settings_from_env
 from agent_s.models.errors import ProfileConfigError
 from agent_s.models.profiles import ProfileRegistry
+from agent_s.planning import PlanMode, PlanSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -92,6 +94,7 @@ SETTINGS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("grounding", "mode"): ("--ground", "AGENT_S_GROUND"),
     ("grounding", "url"): ("--ground-url", "AGENT_S_GROUND_URL"),
     ("grounding", "model"): ("--ground-model", "AGENT_S_GROUND_MODEL"),
+    ("grounding", "marks"): ("--marks", "AGENT_S_MARKS"),
     ("limits", "max_steps"): ("--max-steps", "AGENT_S_MAX_STEPS"),
     ("limits", "max_cost"): ("--max-cost", "AGENT_S_MAX_COST"),
     ("limits", "max_tokens"): ("", "AGENT_S_MAX_TOKENS"),
@@ -99,6 +102,10 @@ SETTINGS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("run", "reflection"): ("--reflection", "AGENT_S_REFLECTION"),
     ("run", "a11y_snapshot"): ("--a11y-snapshot", "AGENT_S_A11Y_SNAPSHOT"),
     ("run", "record_dir"): ("--record", "AGENT_S_RECORD_DIR"),
+    ("run", "monitor"): ("--monitor", "AGENT_S_MONITOR"),
+    ("plan", "mode"): ("--plan", "AGENT_S_PLAN"),
+    ("plan", "max_replans"): ("--max-replans", "AGENT_S_MAX_REPLANS"),
+    ("plan", "subtask_steps"): ("--subtask-steps", "AGENT_S_SUBTASK_STEPS"),
     ("safety", "mode"): ("--safety", "AGENT_S_SAFETY"),
     ("code_agent", "enabled"): ("--code-agent", ""),
     ("code_agent", "sandbox"): ("--code-sandbox", "AGENT_S_CODE_SANDBOX"),
@@ -149,6 +156,7 @@ class GroundingSection(_Table):
     mode: GroundMode = "auto"
     url: str | None = None
     model: str | None = None
+    marks: bool = False  # set-of-marks: numbered marks on the controls of each screenshot
 
     @field_validator("url")
     @classmethod
@@ -171,6 +179,24 @@ class RunSection(_Table):
     reflection: bool = False
     a11y_snapshot: bool = False
     record_dir: UserPath | None = None
+    monitor: MonitorChoice = "all"  # agent_s.desktop.monitors
+
+    @field_validator("monitor", mode="before")
+    @classmethod
+    def check_monitor(cls, value: object) -> MonitorChoice:
+        return parse_monitor_choice(value)
+
+
+class PlanSection(_Table):
+    """``[plan]``: planning (``agent_s.manager``): off, auto (a long task, or once a step failed
+    twice) or always; replans allowed per run; each subtask's step budget."""
+
+    mode: PlanMode = "auto"
+    max_replans: int = Field(default=2, ge=0, le=10)
+    subtask_steps: int = Field(default=15, ge=1, le=200)
+
+    def build(self) -> PlanSettings:
+        return PlanSettings(self.mode, self.subtask_steps, self.max_replans)
 
 
 def _guess_provider(model: str, base_url: str | None) -> ProviderName | None:
@@ -197,6 +223,7 @@ class Settings(BaseSettings):
     grounding: GroundingSection = GroundingSection()
     limits: LimitsSection = LimitsSection()
     run: RunSection = RunSection()
+    plan: PlanSection = PlanSection()
     safety: SafetyConfig = SafetyConfig()
     code_agent: CodeAgentConfig = CodeAgentConfig()
     secrets: SecretsConfig = SecretsConfig()
@@ -260,7 +287,7 @@ class Settings(BaseSettings):
                 "openai_compatible", model, base_url=url, environ=_env(environ)
             )
             key = found.api_key
-        return GroundingConfig(mode, url, model, key)
+        return GroundingConfig(mode, url, model, key, marks=self.grounding.marks)
 
     def build_agent_config(
         self, environ: Mapping[str, str] | None = None, **runtime: Any
@@ -277,8 +304,10 @@ class Settings(BaseSettings):
             "reflection": self.run.reflection,
             "a11y_snapshot": self.run.a11y_snapshot,
             "record_dir": self.run.record_dir,
+            "monitor": self.run.monitor,
             "safety": self.safety,
             "code": self.code_agent,
+            "plan": self.plan.build(),
             "desktop_name": env.get("XDG_CURRENT_DESKTOP") or env.get("DESKTOP_SESSION") or "",
             **runtime,
         }

@@ -7,6 +7,8 @@ context policy reads the history from it, and ``on_step`` callbacks and the CLI 
 
     step.action        the parsed action (None if the reply had none)
     step.grounding     where each target was found, by which grounder, or by whom not
+    step.marks         set-of-marks runs: the mark table of the screenshot sent (number, box
+                       on the screen, source, text), which the marks a reply names resolve in
     step.outcome       "ok", "error", "invalid", "terminal" (done / fail), "cancelled"
     step.detail        the error, the feedback, what was seen to happen, or e.g. the code
                        agent's summary
@@ -33,6 +35,7 @@ from agent_s.code_runner import Language
 from agent_s.grounding.locate import TargetGrounding
 from agent_s.images import EncodedImage
 from agent_s.models.types import Usage
+from agent_s.setofmarks import MarkEntry
 
 StepOutcome = Literal["ok", "error", "invalid", "terminal", "cancelled"]
 SubStepKind = Literal["block", "final", "invalid", "refused", "refused_by_model", "interrupted"]
@@ -95,6 +98,7 @@ class Step(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     step: int
+    subtask: str | None = None  # the plan's subtask the step worked on (planned runs)
     started_at: float = 0.0  # unix time
     seconds: float = 0.0
     screenshot: str | None = None  # file name inside the trajectory folder
@@ -106,6 +110,7 @@ class Step(BaseModel):
     action: Action | None = None
     action_text: str = ""  # the action as a compact call (``call_text``)
     grounding: tuple[TargetGrounding, ...] = ()
+    marks: tuple[MarkEntry, ...] = ()  # the screenshot's numbered marks (set-of-marks runs)
     executed: tuple[dict[str, Any], ...] = ()  # the desktop operations performed, in order
     observed: tuple[str, ...] = ()  # what the action was seen to do (``agent_s.desktop.watch``)
     code: str | None = None  # the plan as pyautogui code, or "DONE" / "FAIL" / "WAIT"

@@ -3,7 +3,10 @@
     run-20250101-120000-ab12/
       run.json            task, model, settings (written first; no secrets)
       trajectory.jsonl    one JSON line per step, flushed and fsynced when the step ends
-      step_001.png        the screenshot the model was shown at each step (as sent)
+      plan.jsonl          planned runs: each plan, check, strategy switch and replan, in order
+      step_001.png        the screenshot the model was shown at each step (as sent; with
+                          set-of-marks, with its numbered marks drawn: the step's ``marks``
+                          line lists each mark's number, screen box, source and text)
       step_001_plan.png   dry runs: the intended action drawn on the screenshot
       step_001_approval.png   the screen crop an approver was shown (safety mode confirm)
       result.json         the RunResult, written (atomically) when the run ends
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 TRAJECTORY_FILE = "trajectory.jsonl"
 RESULT_FILE = "result.json"
 RUN_FILE = "run.json"
+PLAN_FILE = "plan.jsonl"
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,13 @@ class TrajectoryWriter:
         self._lines.flush()
         os.fsync(self._lines.fileno())
         self.steps_written += 1
+
+    def write_event(self, event: dict[str, Any]) -> None:
+        """One line of ``plan.jsonl``: a plan, a check, a strategy switch or a replan."""
+        with open(self.folder / PLAN_FILE, "a", encoding="utf-8") as handle:
+            handle.write(self._text(event) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def write_image(self, name: str, data: bytes) -> str:
         self._atomic(name, data)

@@ -163,6 +163,8 @@ def run(
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
     model_timeout: options.ModelTimeout = None,
+    plan: options.Plan = None,
+    max_replans: options.MaxReplans = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Step limit per task (env AGENT_S_MAX_STEPS).")
     ] = None,
@@ -231,6 +233,8 @@ def run(
                 "--ground-url": ground_url,
                 "--ground-model": ground_model,
                 "--max-steps": max_steps,
+                "--plan": plan,
+                "--max-replans": max_replans,
                 "--safety": safety,
                 "--code-sandbox": code_sandbox,
                 "--code-agent": code_agent,

@@ -80,6 +80,43 @@ GroundUrl = Annotated[
 GroundModel = Annotated[
     str | None, typer.Option(help="Grounding model name (env AGENT_S_GROUND_MODEL).")
 ]
+Marks = Annotated[
+    bool | None,
+    typer.Option(
+        "--marks/--no-marks",
+        help="Set-of-marks: number the controls on each screenshot sent to the model, which "
+        "may then answer agent.click(mark=17); with any --ground (default off; env "
+        "AGENT_S_MARKS).",
+    ),
+]
+Monitor = Annotated[
+    str | None,
+    typer.Option(
+        metavar="all|active|N",
+        help="Which monitor to capture: all of them (default), the active window's, or "
+        "number N as `agent-s doctor` lists them (env AGENT_S_MONITOR).",
+    ),
+]
+Plan = Annotated[
+    str | None,
+    typer.Option(
+        metavar="off|auto|always",
+        help="Plan the task as subtasks, each checked when done: auto plans a long task up "
+        "front, or any task once a step failed twice (default auto; env AGENT_S_PLAN).",
+    ),
+]
+MaxReplans = Annotated[
+    int | None,
+    typer.Option(help="Replans allowed in a planned run (default 2; env AGENT_S_MAX_REPLANS)."),
+]
+VirtualMonitors = Annotated[
+    str | None,
+    typer.Option(
+        metavar="LAYOUT",
+        help="With --virtual: its monitors, WxH or WxH+X+Y, comma-separated (e.g. "
+        "1280x800,1024x768+1280+300; default one 1280x800).",
+    ),
+]
 
 
 def api_key(key: str | None, key_file: str | None) -> str | None:

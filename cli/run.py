@@ -18,7 +18,9 @@ Every setting (model, grounding, limits, ``[safety]`` rules, ``[code_agent]``, `
 over variables over the file over this command's defaults (``RUN_DEFAULTS``).
 
 Exit codes: 0 succeeded, 1 failed / infeasible / error, 2 usage or configuration error (nothing
-has touched the desktop then), 3 a limit was reached (steps, cost, time), 130 interrupted.
+has touched the desktop then), 3 a limit was reached (steps, cost, time), 4 needs input (the
+agent asked a question, ``agent.ask_user``, and nobody answered: it is printed as
+``question:``), 130 interrupted. When stdin is a terminal the question is asked there.
 Ctrl-C, SIGTERM and SIGHUP stop the run alike (``agent_s.lifecycle``; the exit code is 130 for
 each): keys and buttons held by the current action are released by the backend, code the code
 agent is running is killed (its whole process group), the result is written with status
@@ -78,7 +80,8 @@ def _step_line(err: Console, step: Step) -> None:
         for g in step.grounding
     )
     usage = step.usage
-    line = f"[bold]{step.step:>3}[/] {_safe(step.action_text[:100])}"
+    subtask = f"[magenta]{_safe(step.subtask)}[/] " if step.subtask is not None else ""
+    line = f"[bold]{step.step:>3}[/] {subtask}{_safe(step.action_text[:100])}"
     if where:
         line += f"  [cyan]{_safe(where)}[/]"
     if step.outcome not in ("ok", "terminal"):
@@ -87,21 +90,46 @@ def _step_line(err: Console, step: Step) -> None:
     err.print(line, highlight=False, soft_wrap=True)
 
 
+def _plan_line(err: Console, kind: str, data: Mapping[str, Any]) -> None:
+    """One line per plan, check, strategy switch and replan of a planned run."""
+    if kind in ("plan", "replan"):
+        if not data.get("accepted"):
+            text = f"{kind} refused: {data.get('problem', '')}"
+        else:
+            plan = data["plan"]
+            ids = ", ".join(s["id"] for s in plan["subtasks"])
+            text = f"{kind}: {ids}" if plan["feasible"] else f"infeasible: {plan['reason']}"
+    elif kind == "check":
+        verdict = "passed" if data["passed"] else "failed"
+        text = f"check {data['subtask']} {verdict} ({data['by']}): {data['detail']}"
+    elif kind == "switch":
+        text = f"switch {data['subtask']} to the {data['to']} worker"
+    else:
+        text = kind
+    err.print(f"    [magenta]{_safe(text[:300])}[/]", highlight=False, soft_wrap=True)
+
+
 @contextlib.contextmanager
-def _desktop(virtual: bool, err: Console) -> Iterator[tuple[Any, dict[str, str] | None]]:
-    """(backend, environment for the check command): a fresh virtual desktop, or $DISPLAY."""
-    from agent_s.desktop.x11 import X11Backend
+def _desktop(
+    virtual: bool, err: Console, monitors: str | None = None
+) -> Iterator[tuple[Any, dict[str, str] | None]]:
+    """(backend, environment for the check command): a fresh virtual desktop (with
+    ``monitors``, a layout such as ``1280x800,1024x768+1280+300``), or $DISPLAY."""
+    from agent_s.desktop.choose import desktop_backend, open_backend, virtual_kind
 
     if not virtual:
-        with X11Backend() as backend:
+        with open_backend() as backend:  # X11, or sway on Wayland (agent_s.desktop.choose)
             yield backend, None
         return
     from agent_s.desktop.virtual import VirtualDesktop
 
-    with VirtualDesktop(1280, 800, home="temp") as desk:
-        err.print(f"[dim]virtual desktop {desk.display} (1280x800), HOME={desk.home}[/]")
+    kind = virtual_kind(os.environ)  # AGENT_S_BACKEND=wayland: a headless sway desktop
+    with VirtualDesktop(home="temp", monitors=monitors, kind=kind) as desk:
+        layout = ", ".join(f"{m.width}x{m.height}+{m.x}+{m.y}" for m in desk.monitors)
+        size = layout or f"{desk.width}x{desk.height}"
+        err.print(f"[dim]virtual desktop {desk.display} ({size}), HOME={desk.home}[/]")
         # AT-SPI (the accessibility grounder) finds the session bus through os.environ only
-        with desk.exported(), X11Backend(desk.display, env=desk.env) as backend:
+        with desk.exported(), desktop_backend(desk) as backend:
             yield backend, dict(desk.env)
 
 
@@ -163,6 +191,23 @@ def _tasks(task: str | None, err: Console) -> Iterator[str]:
         yield asked
 
 
+def _questioner(err: Console) -> Any:
+    """The model's ``ask_user`` questions, asked on the terminal when stdin is one; otherwise
+    none (a question then ends the run as ``needs_input``, exit code 4)."""
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(question: str) -> str | None:
+        err.print(f"[bold]the agent asks:[/] {_safe(question)}", highlight=False, soft_wrap=True)
+        try:
+            return err.input(Text("Your answer (empty line: no answer, the run stops): "))
+        except EOFError:
+            err.print()
+            return None
+
+    return ask
+
+
 def _print_result(out: Console, result: Any, as_json: bool) -> None:
     if as_json:  # JSON Lines: one object per run, on one line, never coloured
         out.file.write(json.dumps(result.to_json()) + "\n")
@@ -173,6 +218,8 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
     out.print(f"[{style}]{status}[/]: {_safe(result.reason)}", highlight=False, soft_wrap=True)
     if result.answer:
         out.print(f"answer: {_safe(result.answer)}", highlight=False, soft_wrap=True)
+    if result.question:
+        out.print(f"question: {_safe(result.question)}", highlight=False, soft_wrap=True)
     if result.postcondition is not None:
         check = result.postcondition
         mark = "passed" if check.passed else "failed"
@@ -235,6 +282,7 @@ def run(
     ground: options.Ground = None,
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
+    marks: options.Marks = None,
     model_timeout: options.ModelTimeout = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Step limit (default 30; env AGENT_S_MAX_STEPS).")
@@ -254,6 +302,10 @@ def run(
         bool,
         typer.Option("--virtual", help="Run inside a fresh virtual desktop."),
     ] = False,
+    virtual_monitors: options.VirtualMonitors = None,
+    monitor: options.Monitor = None,
+    plan: options.Plan = None,
+    max_replans: options.MaxReplans = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -325,11 +377,15 @@ def run(
                 "--ground": ground,
                 "--ground-url": ground_url,
                 "--ground-model": ground_model,
+                "--marks": marks,
                 "--max-steps": max_steps,
                 "--max-cost": max_cost,
                 "--record": record,
                 "--reflection": reflection,
                 "--a11y-snapshot": a11y_snapshot,
+                "--monitor": monitor,
+                "--plan": plan,
+                "--max-replans": max_replans,
                 "--safety": safety,
                 "--code-sandbox": code_sandbox,
                 "--code-timeout": code_timeout,
@@ -343,6 +399,12 @@ def run(
         settings = resolved.build_agent_config(dry_run=dry_run)
         if task is not None and not task.strip():
             raise ValueError('the task is empty: give one, e.g. agent-s run "open the calculator"')
+        if virtual_monitors is not None:
+            from agent_s.desktop.virtual import parse_monitors
+
+            if not virtual:
+                raise ValueError("--virtual-monitors sets the monitors of a --virtual desktop")
+            parse_monitors(virtual_monitors)  # a bad layout exits 2 before anything starts
         if settings.record_dir is not None:
             _writable_folder(Path(settings.record_dir))
         argv = _check_argv(check)
@@ -354,6 +416,8 @@ def run(
             profiles=resolved.build_profiles(),
             on_step=lambda report: _step_line(err, report),
             approver=approver,
+            ask_user=_questioner(err),
+            on_plan=lambda kind, data: _plan_line(err, kind, data),
             on_retry=lambda line: err.print(
                 f"[yellow]{_safe(line)}[/]", highlight=False, soft_wrap=True
             ),
@@ -363,7 +427,7 @@ def run(
         raise typer.Exit(2) from error
     code = 0
     try:
-        with _desktop(virtual, err) as (backend, env):
+        with _desktop(virtual, err, virtual_monitors) as (backend, env):
             agent.backend = backend
             for text in _tasks(task, err):
                 err.print(

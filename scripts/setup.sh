@@ -39,6 +39,7 @@ export DEBIAN_FRONTEND=noninteractive
 BENCH_APPS=(
   "GIMP|gimp|gimp"
   "VLC|vlc|vlc"
+  "GNOME Videos (Ubuntu's video player)|totem|totem"
   "Thunderbird|thunderbird|thunderbird"
   "LibreOffice Writer|libreoffice-writer|soffice"
   "LibreOffice Calc|libreoffice-calc|soffice"
@@ -46,7 +47,15 @@ BENCH_APPS=(
   "LibreOffice GTK3 integration|libreoffice-gtk3|soffice"
   "Chromium (for google-chrome)|chromium|chromium"
   "Files (nautilus)|nautilus|nautilus"
-  "terminal: xterm (for gnome-terminal)|xterm|xterm"
+  "terminal: LXTerminal (Ctrl+Alt+T; a VTE terminal, read as GNOME's)|lxterminal|lxterminal"
+  "GNOME Terminal|gnome-terminal|gnome-terminal"
+  "settings: gsettings (GLib)|libglib2.0-bin|gsettings"
+  "settings store: dconf (gsettings backend)|dconf-gsettings-backend|gsettings"
+  "settings tool: dconf|dconf-cli|dconf"
+  "GNOME desktop settings schemas|gsettings-desktop-schemas|gsettings"
+  "GNOME Shell settings schemas|gnome-shell-common|gsettings"
+  "GNOME power settings schemas|gnome-settings-daemon-common|gsettings"
+  "session bus: dbus-launch|dbus-x11|dbus-launch"
   "sound server: PulseAudio|pulseaudio|pulseaudio"
   "sound control: pactl|pulseaudio-utils|pactl"
   "window tool: wmctrl|wmctrl|wmctrl"
@@ -55,6 +64,7 @@ BENCH_APPS=(
   "setup tool: sysstat|sysstat|sar"
   "setup tool: xsel|xsel|xsel"
   "setup tool: expect|expect|expect"
+  "check tool: bc|bc|bc"
 )
 
 installed_version() {
@@ -101,9 +111,28 @@ install_bench_apps() {
     fi
     printf '  %-38s %s\n' "$what" "$status"
   done
+  install_vlc_for_root || failed=1
   echo "Not from Debian: VS Code (\`code\`, Microsoft's apt repository) and Google Chrome"
   echo "(Chromium stands in). \`agent-s bench check DIR\` shows what each task still needs."
   return "$failed"
+}
+
+# Debian's /usr/bin/vlc refuses to run as root, and the harness and CI run as root. Move the
+# packaged program aside with dpkg-divert (kept across upgrades; /usr/bin/vlc.distrib) and put
+# scripts/vlc_as_root.py in its place: it runs the packaged program for other users and, as
+# root, starts VLC through libvlc the way the packaged program does (see that file).
+install_vlc_for_root() {
+  [ -n "$(installed_version vlc-bin)" ] || return 0
+  if [ "$(dpkg-divert --truename /usr/bin/vlc)" != /usr/bin/vlc.distrib ]; then
+    $sudo dpkg-divert --local --rename --divert /usr/bin/vlc.distrib --add /usr/bin/vlc >/dev/null
+  fi
+  $sudo install -m 0755 scripts/vlc_as_root.py /usr/bin/vlc
+  if vlc --version 2>/dev/null | grep -q '^VLC'; then
+    printf '  %-38s %s\n' "VLC as root" "ready (/usr/bin/vlc runs VLC through libvlc as root)"
+  else
+    printf '  %-38s %s\n' "VLC as root" "FAILED: \`vlc --version\` does not start"
+    return 1
+  fi
 }
 
 if [ -n "$bench_apps" ]; then
@@ -118,8 +147,13 @@ packages=(
   xdotool xclip x11-utils x11-xserver-utils xdg-utils
   # the code agent's optional sandbox (--code-sandbox bwrap)
   bubblewrap
+  # the Wayland backend (sway: screenshots by grim, text by wtype, wl-clipboard) and its virtual
+  # desktop (headless sway); foot and GTK 3 for Python: Wayland-native apps its tests drive
+  sway grim wtype wl-clipboard foot gir1.2-gtk-3.0 python3-gi-cairo
   # OCR grounding
   tesseract-ocr tesseract-ocr-eng
+  # fc-match: the screen's font, whose glyphs grounding/controls.py matches short labels against
+  fontconfig
   # the Python the venv is made from, with PyGObject (AT-SPI) and tkinter from the distribution
   python3 python3-venv python3-pip python3-gi gir1.2-atspi-2.0 python3-tk
   # applications the tests and the built-in task suite drive (rxvt-unicode and lxterminal:

@@ -53,6 +53,8 @@ S3_ACTIONS = {
     "done",
     "fail",
 }
+#: Our actions beyond Agent S3's: a question to the user (agent_s.agent's ask_user).
+ACTIONS = S3_ACTIONS | {"ask_user"}
 
 
 def _error(model: type[ActionModel], **arguments: Any) -> str:
@@ -62,7 +64,7 @@ def _error(model: type[ActionModel], **arguments: Any) -> str:
 
 
 def test_the_union_is_closed_over_the_s3_action_names() -> None:
-    assert set(ACTION_MODELS) == S3_ACTIONS
+    assert set(ACTION_MODELS) == ACTIONS
     adapter = TypeAdapter(Action)
     for name, model in ACTION_MODELS.items():
         assert model.model_fields["action"].default == name
@@ -131,6 +133,7 @@ PLANS: list[tuple[ActionModel, list[ops.Point], list[ops.Op]]] = [
     (SwitchApplicationsAction(app_code="LibreOffice Calc"), [], [ops.Activate("LibreOffice Calc")]),
     (WaitAction(seconds=1.5), [], [ops.Sleep(1.5)]),
     (SaveToKnowledgeAction(text=["the code is 42"]), [], []),
+    (ACTION_MODELS["ask_user"](question="Which March file?"), [], []),
     (CallCodeAgentAction(task="sum column B"), [], []),
     (CallCodeAgentAction(), [], []),
     (DoneAction(), [], []),
@@ -149,7 +152,7 @@ def test_plan(action: ActionModel, points: list[ops.Point], expected: list[ops.O
 
 
 def test_every_action_has_a_plan_example() -> None:
-    assert {action.action for action, _, _ in PLANS} | {"set_cell_values"} == S3_ACTIONS
+    assert {action.action for action, _, _ in PLANS} | {"set_cell_values"} == ACTIONS
 
 
 def test_targets_name_elements_and_text_span_ends_in_order() -> None:
@@ -407,13 +410,17 @@ def test_every_field_is_documented() -> None:
 
 def test_catalogue_mentions_every_action_and_field_with_constraints() -> None:
     catalogue = action_catalogue()
+    marked = action_catalogue(marks=True)  # the mark arguments are listed only with marks
     assert catalogue == action_catalogue()  # deterministic
     for name, model in ACTION_MODELS.items():
         assert f"agent.{name}(" in catalogue
         assert model.__doc__.strip().splitlines()[0] in catalogue  # type: ignore[union-attr]
+        mark_fields = {mark for _, mark, _ in model.marked}
         for field_name, field in model.model_fields.items():
             if field_name != "action":
-                assert f"    - {field_name}: {field.description}" in catalogue
+                line = f"    - {field_name}: {field.description}"
+                assert line in marked
+                assert (line in catalogue) is (field_name not in mark_fields), line
     assert (
         "agent.click(element_description: str, num_clicks: int = 1, "
         "button_type: 'left' | 'middle' | 'right' = 'left', hold_keys: list[str] = [])"
@@ -427,8 +434,8 @@ def test_catalogue_mentions_every_action_and_field_with_constraints() -> None:
 def test_json_schema_covers_every_action() -> None:
     schema = action_json_schema()
     assert json.dumps(schema, sort_keys=True) == json.dumps(action_json_schema(), sort_keys=True)
-    assert set(schema["discriminator"]["mapping"]) == S3_ACTIONS
-    assert len(schema["oneOf"]) == len(S3_ACTIONS)
+    assert set(schema["discriminator"]["mapping"]) == ACTIONS
+    assert len(schema["oneOf"]) == len(ACTIONS)
     click = schema["$defs"]["ClickAction"]
     assert click["additionalProperties"] is False
     assert click["properties"]["num_clicks"] == {

@@ -85,6 +85,10 @@ EXAMPLES: list[tuple[str, ActionModel]] = [
         ACTION_MODELS["save_to_knowledge"](text=["the code is 4411"]),
     ),
     (
+        "agent.ask_user('Which of the two March files?')",
+        ACTION_MODELS["ask_user"](question="Which of the two March files?"),
+    ),
+    (
         "agent.call_code_agent(task='rename the files')",
         ACTION_MODELS["call_code_agent"](task="rename the files"),
     ),

@@ -215,6 +215,71 @@ def test_no_answer_at_the_prompt_ends_with_one_line(how: str, tmp_path: Path, de
     assert results(tmp_path) == []
 
 
+# -- the model's questions (agent.ask_user) -----------------------------------------------------
+
+
+def test_a_question_is_asked_at_the_terminal_and_the_answer_reaches_the_model(
+    tmp_path: Path, desktop: Any
+) -> None:
+    script = [
+        reply(act('agent.ask_user("Which report, March or April?")')),
+        reply(act('agent.done(answer="April")')),
+    ]
+    with ScriptedModelServer(script) as server:
+        argv = [AGENT_S, *model_args(server, tmp_path), "Open the report"]
+        term = Terminal(argv, environment(tmp_path, desktop))
+        term.expect("the agent asks: Which report, March or April?")
+        term.expect("Your answer (empty line: no answer, the run stops): ")
+        term.answer("April, the newer one")
+        term.expect("succeeded")
+        code = term.finish()
+        second = json.dumps(server.requests[1].body)
+    no_traceback(term.plain)
+    assert code == 0, term.plain
+    assert "the user answered: April, the newer one" in second
+    assert [r["status"] for r in results(tmp_path)] == ["succeeded"]
+
+
+@pytest.mark.parametrize("how", ["empty line", "end of input", "no terminal"])
+def test_an_unanswered_question_ends_the_run_needing_input(
+    how: str, tmp_path: Path, desktop: Any
+) -> None:
+    question = "Delete both files named March, or only the older one?"
+    script = [reply(act(f"agent.ask_user({question!r})"))]  # and nothing after: no guess
+    with ScriptedModelServer(script) as server:
+        argv = [*model_args(server, tmp_path), "Delete the March file"]
+        if how == "no terminal":
+            done = subprocess.run(
+                [AGENT_S, *argv],
+                env=environment(tmp_path, desktop),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            code, shown, stdout = done.returncode, done.stderr + done.stdout, done.stdout
+        else:
+            term = Terminal([AGENT_S, *argv], environment(tmp_path, desktop))
+            term.expect("Your answer")
+            if how == "empty line":
+                term.answer("")
+            else:
+                term.child.sendeof()
+            code = term.finish()
+            shown = stdout = term.plain
+    no_traceback(shown)
+    assert code == 4, shown
+    assert "needs_input:" in stdout
+    assert f"question: {question}" in stdout
+    [result] = results(tmp_path)
+    assert (result["status"], result["cause"], result["question"]) == (
+        "needs_input",
+        "needs_input",
+        question,
+    )
+
+
 # -- the approval prompt -----------------------------------------------------------------------
 
 

@@ -3,7 +3,6 @@ drive it (predict, execute the returned code in a separate process, next screens
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pictures import png
 from PIL import Image
 
 from agent_s.compat import AgentS3
@@ -22,12 +22,6 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 def act(code: str) -> str:
     return f"Step.\n```python\n{code}\n```"
-
-
-def png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def engine(server: ScriptedModelServer) -> dict[str, Any]:

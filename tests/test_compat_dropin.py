@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pictures import png
 from PIL import Image
+from polling import poll
 
 from agent_s.compat import AgentS3, OSWorldACI  # the only line a runner changes
 from agent_s.grounding import AccessibilityTree
@@ -49,12 +51,6 @@ REVIEW = "ON TRACK: the latest action did what the agent intended."
 
 def act(code: str) -> str:
     return f"Next step.\n```python\n{code}\n```"
-
-
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 class OSWorldLikeEnv:
@@ -78,7 +74,7 @@ class OSWorldLikeEnv:
         return self._get_obs()
 
     def _get_obs(self) -> dict[str, Any]:
-        return {"screenshot": _png(self.x11.capture().image)}
+        return {"screenshot": png(self.x11.capture().image)}
 
     def step(self, action: str, pause: float = 0.5) -> tuple[dict[str, Any], float, bool, dict]:
         done = False
@@ -213,15 +209,6 @@ def _in_frame(x: int, y: int, screen: tuple[int, int]) -> str:
     return f"({gx}, {gy})"
 
 
-def _wait_for(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def bus(desktop: Any) -> None:
     """Bind AT-SPI in this process before ``apps`` notes the running processes."""
@@ -247,7 +234,7 @@ def test_agent_s3_runner_edits_and_saves_a_file(
 
     def evaluate() -> float:
         wanted = "Shopping list\nmilk, eggs and crème fraîche"
-        text = _wait_for(lambda: wanted in doc.read_text(encoding="utf-8") and doc.read_text())
+        text = poll(lambda: wanted in doc.read_text(encoding="utf-8") and doc.read_text())
         return 1.0 if text and text.startswith(wanted) else 0.0
 
     env = OSWorldLikeEnv(desktop, x11, start, evaluate)
@@ -306,7 +293,7 @@ def test_osworld_lib_run_single_computes_in_galculator(
         x11.clipboard_set("")
 
     def evaluate() -> float:
-        return 1.0 if _wait_for(lambda: x11.clipboard_get().strip() == "63") else 0.0
+        return 1.0 if poll(lambda: x11.clipboard_get().strip() == "63") else 0.0
 
     def button(label: str) -> tuple[int, int]:
         found = [

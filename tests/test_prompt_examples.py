@@ -223,6 +223,19 @@ def test_every_catalogue_entry_has_an_example_that_parses_to_its_action() -> Non
         _expect_action(examples[0], name)
 
 
+def test_the_catalogue_with_marks_shows_examples_that_parse_and_name_marks() -> None:
+    """Set-of-marks runs: each pointing action's entry adds an example naming a mark."""
+    entries = _catalogue_entries(action_catalogue(marks=True))
+    assert set(entries) == set(ACTION_MODELS)
+    named = 0
+    for name, entry in entries.items():
+        examples = re.findall(r"^    Example: (.*)$", entry, re.MULTILINE)
+        actions = [_expect_action(example, name) for example in examples]
+        assert len(examples) == (2 if ACTION_MODELS[name].marked else 1), name
+        named += sum(1 for action in actions if action.mark_numbers)
+    assert named == sum(1 for model in ACTION_MODELS.values() if model.marked) == 4
+
+
 def test_every_declared_example_parses_to_its_action() -> None:
     for name, model in ACTION_MODELS.items():
         assert model.examples, f"{name} has no example"

@@ -467,8 +467,8 @@ def test_malformed_templates_are_refused(text: str, message: str) -> None:
 def test_sections_and_roles_must_exist() -> None:
     with pytest.raises(PromptTemplateError, match="has no section 'nope'"):
         render("worker", "nope")
-    with pytest.raises(PromptTemplateError, match="no prompt template for role 'planner'"):
-        load_template("planner")
+    with pytest.raises(PromptTemplateError, match="no prompt template for role 'nope'"):
+        load_template("nope")
 
 
 def test_header_comment_is_not_part_of_any_section() -> None:

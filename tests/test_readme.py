@@ -546,6 +546,7 @@ def test_the_configuration_example_is_read_as_documented(tmp_path: Path) -> None
     assert settings.safety.rules[0].effect == "deny"
     assert settings.code_agent.sandbox == "bwrap"
     assert settings.secrets.env == ("DB_PASSWORD",)
+    assert (settings.plan.mode, settings.plan.max_replans) == ("auto", 2)
     assert settings.profiles["my-vlm*"]["input_price"] == 0.2
     # precedence: file < variable < flag
     env = {"AGENT_S_CONFIG": str(config), "AGENT_S_MAX_COST": "0.25"}
@@ -554,7 +555,8 @@ def test_the_configuration_example_is_read_as_documented(tmp_path: Path) -> None
     assert load_settings(flags, environ=env).limits.max_cost == 0.1
     # every table of the settings is in the example and in the README's table of keys
     text = README.read_text()
-    for table in ("model", "grounding", "limits", "run", "safety", "code_agent", "secrets"):
+    tables = ("model", "grounding", "limits", "run", "plan", "safety", "code_agent", "secrets")
+    for table in tables:
         assert f"[{table}]" in blocks("toml")[0], table
         assert f"| `[{table}]` |" in text, table
 

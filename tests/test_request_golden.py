@@ -1,13 +1,14 @@
 """Golden requests: the whole first request of one task, as each provider API receives it.
 
 For every grounding mode (``auto``: accessibility + OCR, the default; ``model``: a grounding
-model; ``native``: the model points itself) and every provider API (OpenAI Chat Completions,
-OpenAI Responses, Anthropic Messages), the real ``Agent`` takes its first step on a recorded
-desktop (a fixed screenshot, two open windows, a fixed date) and sends its request through the
-real vendor SDK to the scripted server. The body the server received (system prompt, user
-text, image sizes, every parameter) is compared with ``tests/snapshots/request_*.txt``, so
-every change to what a model is sent shows up in review. Images are shown as their media type
-and size. After a meant change, rewrite them with
+model; ``native``: the model points itself; ``auto`` with set-of-marks, ``marks``: numbered
+marks on the controls of the screenshot, listed in the request) and every provider API (OpenAI
+Chat Completions, OpenAI Responses, Anthropic Messages), the real ``Agent`` takes its first step
+on a recorded desktop (a fixed screenshot, two open windows, a fixed date) and sends its request
+through the real vendor SDK to the scripted server. The body the server received (system
+prompt, user text, image sizes, every parameter) is compared with
+``tests/snapshots/request_*.txt``, so every change to what a model is sent shows up in review.
+Images are shown as their media type and size. After a meant change, rewrite them with
 ``AGENT_S_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_request_golden.py`` and review the diff.
 """
 
@@ -117,10 +118,13 @@ def assert_snapshot(name: str, text: str) -> None:
     check_snapshot(name, text, what="the first request")
 
 
-def first_request(api: str, mode: str, *, settings_file: Path | None = None) -> RecordedRequest:
+def first_request(
+    api: str, mode: str, *, settings_file: Path | None = None, marks: bool = False
+) -> RecordedRequest:
     """The first request of the task, as the scripted server received it. ``settings_file``:
     the grounding mode comes from ``AGENT_S_GROUND*`` variables, as a user sets it, with this
-    (empty) configuration file."""
+    (empty) configuration file. ``marks``: set-of-marks on (``AGENT_S_MARKS=on`` with
+    ``settings_file``)."""
     provider, model_name = APIS[api]
     answer = "The editor shows notes.txt.\n```python\nagent.done()\n```"
     with ScriptedModelServer([reply(answer)]) as server:  # strict: no grounding request
@@ -128,13 +132,15 @@ def first_request(api: str, mode: str, *, settings_file: Path | None = None) -> 
         url, ground_model = server.openai_base_url, "ui-tars-1.5-7b"
         if settings_file is not None:
             environ = {"AGENT_S_GROUND": mode, "AGENT_S_CONFIG": str(settings_file)}
+            if marks:
+                environ["AGENT_S_MARKS"] = "on"
             if mode == "model":
                 environ |= {"AGENT_S_GROUND_URL": url, "AGENT_S_GROUND_MODEL": ground_model}
             grounding = GroundingConfig.from_env(environ=environ)
         elif mode == "model":
-            grounding = GroundingConfig("model", url=url, model=ground_model)
+            grounding = GroundingConfig("model", url=url, model=ground_model, marks=marks)
         else:
-            grounding = GroundingConfig(mode)  # type: ignore[arg-type]
+            grounding = GroundingConfig(mode, marks=marks)  # type: ignore[arg-type]
         agent = Agent(
             ModelConfig(provider, model_name, base, KEY),
             settings=AgentConfig(settle_seconds=0, retry_attempts=1, desktop_name="openbox"),
@@ -174,6 +180,23 @@ def test_the_first_request_matches_its_snapshot(api: str, mode: str) -> None:
     assert_snapshot(f"request_{mode}_{api}", text)
 
 
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_the_first_request_with_marks_matches_its_snapshot(api: str) -> None:
+    """Set-of-marks: the prompt says how to name a mark, the action list offers ``mark=``, and
+    the request lists the marks found on the (fixed) screenshot, before the closing line."""
+    request = first_request(api, "auto", marks=True)
+    text = wire_text(request)
+    system = system_prompt(request)
+    assert "agent.click(mark=17)" in system
+    assert "mark: instead of element_description" in system
+    assert "exact visible label in double quotes first" in system  # the rest is described
+    assert "The marks on this screenshot" not in system  # they change: in the request
+    listed = text.index("The marks on this screenshot")
+    assert listed < text.index("This is step 1")
+    assert '"Groceries"' in text[listed:]
+    assert_snapshot(f"request_marks_{api}", text)
+
+
 def test_each_grounding_mode_gets_its_own_description_guidance(tmp_path: Path) -> None:
     """The mode a user sets (``--ground`` / ``AGENT_S_GROUND`` / ``[grounding] mode``) decides
     the guidance, and gives the same request as the SDK's ``GroundingConfig``."""
@@ -191,12 +214,19 @@ def test_each_grounding_mode_gets_its_own_description_guidance(tmp_path: Path) -
     assert "You point at screen elements yourself" in prompts["native"]
     assert "Never write coordinates yourself" not in prompts["native"]
     assert len(set(prompts.values())) == 3
+    marked = system_prompt(first_request("openai_chat", "auto", settings_file=empty, marks=True))
+    assert marked == system_prompt(first_request("openai_chat", "auto", marks=True))
+    assert "Each screenshot you are sent carries numbered marks" in marked
+    assert "numbered marks" not in prompts["auto"]
+    assert "mark=" not in prompts["auto"]
 
 
 def test_the_worker_system_prompt_is_smaller_than_agent_s3s() -> None:
     for mode in MODES:
         size = len(system_prompt(first_request("anthropic_messages", mode)))
         assert 4000 < size < AGENT_S3_WORKER_CHARS, (mode, size)
+    size = len(system_prompt(first_request("anthropic_messages", "auto", marks=True)))
+    assert 4000 < size < AGENT_S3_WORKER_CHARS, ("marks", size)
 
 
 def test_the_wire_listing_shows_every_image_as_its_size() -> None:

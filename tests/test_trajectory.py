@@ -210,6 +210,11 @@ def test_an_earlier_trajectory_round_trips_through_the_step_model(tmp_path: Path
             "cost_usd": 0.0,
         }
         assert new.pop("observed") == []
+        assert new.pop("subtask") is None
+        assert new.pop("marks") == []  # set-of-marks: the screenshot's mark table
+        if new["action"] is not None:  # the pointing actions' mark fields, unset
+            marks = ("mark", "starting_mark", "ending_mark")
+            assert all(new["action"].pop(k) is None for k in marks if k in new["action"])
         for grounding in new["grounding"]:
             added = ("model_point", "image_point", "image_size", "matched")
             assert [grounding.pop(k) for k in added] == [None, None, None, ""]

@@ -4,6 +4,10 @@ Everything here is derived from ``agent_s.actions.models``: the signature from t
 their defaults, the one-line summary from the model docstring, each argument's text from its
 field description and its constraints from the JSON schema pydantic generates. The output is
 deterministic: it follows the order in which actions and fields are defined.
+
+The mark arguments (``mark=17``, ``ActionModel.marked``) are listed only for runs that show
+numbered marks on the screenshot (``marks=True``); otherwise the catalogue reads as if they did
+not exist: each element's description is required where a mark could have replaced it.
 """
 
 from __future__ import annotations
@@ -28,13 +32,33 @@ _MODIFIERS = {
 }
 
 
-def _parameters(model: type[ActionModel]) -> dict[str, Any]:
-    """The model's JSON schema without the ``action`` tag and without titles."""
+def _parameters(model: type[ActionModel], *, marks: bool = False) -> dict[str, Any]:
+    """The model's JSON schema without the ``action`` tag and without titles; without
+    ``marks``, without the mark arguments either (see the module docstring)."""
     schema = _drop_titles(copy.deepcopy(model.model_json_schema()))
-    schema["properties"].pop("action", None)
-    schema["required"] = [name for name in schema.get("required", []) if name != "action"]
+    properties = schema["properties"]
+    properties.pop("action", None)
+    required = [name for name in schema.get("required", []) if name != "action"]
+    for description, mark, needed in model.marked:
+        if not needed:
+            pass
+        elif marks:  # left out when the mark is given
+            properties[description]["default"] = None
+            required.remove(description)
+        else:
+            properties[description] = _required(properties[description])
+        if not marks:
+            properties.pop(mark, None)
+    schema["required"] = required
     schema.pop("description", None)
     return schema
+
+
+def _required(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property that may be None (``X | None``) as the ``X`` it is without marks."""
+    options = [option for option in prop.get("anyOf", [prop]) if option.get("type") != "null"]
+    rest = {key: value for key, value in prop.items() if key not in ("anyOf", "default")}
+    return {**rest, **options[0]} if len(options) == 1 else rest
 
 
 def _drop_titles(node: Any) -> Any:
@@ -107,9 +131,9 @@ def _default(schema: dict[str, Any]) -> str:
     return "[]" if value == [] else repr(value)
 
 
-def signature(model: type[ActionModel]) -> str:
+def signature(model: type[ActionModel], *, marks: bool = False) -> str:
     """``agent.click(element_description: str, num_clicks: int = 1, ...)``."""
-    schema = _parameters(model)
+    schema = _parameters(model, marks=marks)
     required = set(schema["required"])
     parts = []
     for name, prop in schema["properties"].items():
@@ -125,11 +149,12 @@ def summary(model: type[ActionModel]) -> str:
     return (model.__doc__ or "").strip().splitlines()[0]
 
 
-def describe(model: type[ActionModel]) -> str:
-    """One action's entry in the catalogue: signature, summary, one line per argument."""
-    schema = _parameters(model)
+def describe(model: type[ActionModel], *, marks: bool = False) -> str:
+    """One action's entry in the catalogue: signature, summary, one line per argument; with
+    ``marks``, the mark arguments and an example naming a mark too."""
+    schema = _parameters(model, marks=marks)
     required = set(schema["required"])
-    lines = [signature(model), f"    {summary(model)}"]
+    lines = [signature(model, marks=marks), f"    {summary(model)}"]
     for name, prop in schema["properties"].items():
         notes = _constraints(prop)
         if name in required:
@@ -138,6 +163,8 @@ def describe(model: type[ActionModel]) -> str:
         lines.append(f"    - {name}: {prop.get('description', '')}{detail}")
     if model.examples:
         lines.append(f"    Example: {model.examples[0]}")
+    if marks and model.mark_example:
+        lines.append(f"    Example: {model.mark_example}")
     return "\n".join(lines)
 
 
@@ -148,13 +175,18 @@ def example(model: type[ActionModel]) -> str:
     )
 
 
-def action_catalogue(exclude: Collection[str] = (), *, os: OsName = "linux") -> str:
+def action_catalogue(
+    exclude: Collection[str] = (), *, os: OsName = "linux", marks: bool = False
+) -> str:
     """The list of actions for the worker prompt, generated from the action models.
 
     ``exclude`` names actions this agent cannot offer (e.g. ``call_code_agent`` without one);
-    ``os`` picks the modifier key names listed ("command" and "option" on "darwin").
+    ``os`` picks the modifier key names listed ("command" and "option" on "darwin"); ``marks``
+    lists the mark arguments, for runs whose screenshots carry numbered marks.
     """
-    entries = [describe(model) for name, model in ACTION_MODELS.items() if name not in exclude]
+    entries = [
+        describe(model, marks=marks) for name, model in ACTION_MODELS.items() if name not in exclude
+    ]
     note = _KEYS_NOTE.format(modifiers=_MODIFIERS[primary_platform(os)])
     return "\n\n".join(entries) + "\n\n" + note + "\n"
 

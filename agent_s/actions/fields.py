@@ -22,6 +22,7 @@ MAX_TEXT = 20_000
 MAX_DESCRIPTION = 500
 MAX_NOTE = 2_000
 MAX_CELL_TEXT = 10_000
+MAX_MARK = 9_999  # the largest mark number a reply may name (a screen carries far fewer)
 
 
 def _no_bool(value: object) -> object:
@@ -157,7 +158,21 @@ def _distinct(keys: tuple[str, ...]) -> tuple[str, ...]:
     return keys
 
 
+def _mark_number(value: object) -> object:
+    """A mark is its number: 17, or "17" as some models quote it; anything else is refused."""
+    if isinstance(value, bool):
+        raise ValueError(f"a mark is a number such as 17, not the boolean {value}")
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, int):
+        raise ValueError(f"a mark is the number shown on the screenshot, such as 17, not {value!r}")
+    return value
+
+
 Int = Annotated[int, BeforeValidator(_no_bool)]
+MarkNumber = Annotated[int, BeforeValidator(_mark_number), Field(ge=1, le=MAX_MARK)]
 ScrollClicks = Annotated[Int, AfterValidator(_nonzero)]
 Float = Annotated[float, BeforeValidator(_no_bool)]
 KeyName = Annotated[str, BeforeValidator(_key)]

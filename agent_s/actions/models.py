@@ -7,6 +7,13 @@ them (``agent_s.actions.catalogue``), and the same definitions validate a parsed
 Each action knows which referring expressions must be grounded to screen points
 (``targets()``) and what primitive desktop operations it becomes once they have been
 (``plan(points)``); ``to_pyautogui(points)`` renders that plan as pyautogui code.
+
+The pointing actions (click, type into a field, scroll, drag and drop) take each element in one
+of two forms: a description (``element_description``), or the number of a mark drawn on the
+screenshot (``mark=17``, ``starting_mark`` / ``ending_mark``) when the run shows marks
+(set-of-marks, ``agent_s.setofmarks``). A mark is a target like a description
+(``Target.mark``); whether it is on the step's screenshot is checked against that step's mark
+table, not here, since parsing knows nothing of the screen.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from agent_s.actions.fields import (
     Float,
     Int,
     KeyList,
+    MarkNumber,
     Note,
     Notes,
     PressKeys,
@@ -52,10 +60,13 @@ def primary_modifier(os: OsName) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """A referring expression to ground: a screen element, or the first/last words of a span."""
+    """A referring expression to ground: a screen element, or the first/last words of a span.
+    ``mark``: the element is the one under this numbered mark of the step's screenshot (its
+    ``text`` is then ``"mark 17"``), found in the step's mark table rather than by a grounder."""
 
     kind: TargetKind
     text: str
+    mark: int | None = None
 
     def __str__(self) -> str:
         return self.text
@@ -76,16 +87,66 @@ class ActionModel(BaseModel):
     sentinel: ClassVar[str | None] = None  # what OSWorld runners get instead of code
     # calls that parse to this action, shown in the catalogue and in error hints (tested)
     examples: ClassVar[tuple[str, ...]] = ()
+    # (description field, its mark field, whether one of the two is required): the elements
+    # that may be named by a mark instead of described; a mark wins over nothing, never both
+    marked: ClassVar[tuple[tuple[str, str, bool], ...]] = ()
+    mark_example: ClassVar[str] = ""  # a call naming a mark, shown when the run shows marks
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mark_stands_for_description(cls, data: Any) -> Any:
+        # a required description is left out when its mark is given; elsewhere it stays required
+        if isinstance(data, dict):
+            for description, mark, required in cls.marked:
+                if required and data.get(mark) is not None and description not in data:
+                    data = {**data, description: None}
+        return data
+
+    @model_validator(mode="after")
+    def _one_form_per_element(self) -> ActionModel:
+        for description, mark, required in self.marked:
+            described, numbered = getattr(self, description), getattr(self, mark)
+            if described is not None and numbered is not None:
+                raise ValueError(
+                    f"give {description} or {mark}, not both: the mark alone names the element"
+                )
+            if required and described is None and numbered is None:
+                shown = self.examples[0] if self.examples else f"agent.{self.action}()"
+                raise ValueError(
+                    f"missing required argument {description!r}: "
+                    f"{type(self).model_fields[description].description}, e.g. {shown}"
+                )
+        return self
 
     @classmethod
     def argument_names(cls) -> tuple[str, ...]:
-        """The arguments in positional order (every field but the ``action`` tag)."""
-        return tuple(name for name in cls.model_fields if name != "action")
+        """The arguments in positional order (every field but the ``action`` tag and the marks,
+        ``mark_names``, which are given by name)."""
+        marks = cls.mark_names()
+        return tuple(name for name in cls.model_fields if name != "action" and name not in marks)
+
+    @classmethod
+    def mark_names(cls) -> tuple[str, ...]:
+        """The mark arguments (``mark=17``), given by name only, after the others."""
+        return tuple(mark for _, mark, _ in cls.marked)
 
     def targets(self) -> tuple[Target, ...]:
-        """The referring expressions to ground to screen points, in order."""
-        found = ((kind, getattr(self, name)) for kind, name in self.grounded)
-        return tuple(Target(kind, text) for kind, text in found if text is not None)
+        """The referring expressions to ground to screen points, in order: each element's
+        mark when it names one, else its description (an optional one left out is skipped)."""
+        marks = {description: mark for description, mark, _ in self.marked}
+        found: list[Target] = []
+        for kind, name in self.grounded:
+            number = getattr(self, marks[name]) if name in marks else None
+            if number is not None:
+                found.append(Target(kind, f"mark {number}", mark=number))
+            elif (text := getattr(self, name)) is not None:
+                found.append(Target(kind, text))
+        return tuple(found)
+
+    @property
+    def mark_numbers(self) -> tuple[int, ...]:
+        """The marks this action names, in order (none unless a mark field is set)."""
+        return tuple(t.mark for t in self.targets() if t.mark is not None)
 
     def plan(self, points: Sequence[ops.Point] = (), *, os: OsName = "linux") -> list[ops.Op]:
         """The primitive desktop operations, given one screen point per target, with the key
@@ -136,14 +197,19 @@ class ClickAction(ActionModel):
         'agent.click("the selected paragraph", button_type="right")',
         'agent.click("the second row of the list", hold_keys=["ctrl"])',
     )
-    element_description: Description = Field(
+    marked: ClassVar[tuple[tuple[str, str, bool], ...]] = (("element_description", "mark", True),)
+    mark_example: ClassVar[str] = "agent.click(mark=17)"
+    element_description: Description | None = Field(
         description="the element to click, described by its visible text, icon, colour and "
-        "position so that only one element on the screen fits"
+        "position so that only one element on the screen fits",
     )
     num_clicks: Int = Field(1, ge=1, le=3, description="1 for a click, 2 for a double click")
     button_type: Button = Field("left", description="the mouse button")
     hold_keys: KeyList = Field(
         (), max_length=4, description="keys held down during the click, e.g. ['ctrl']"
+    )
+    mark: MarkNumber | None = Field(
+        None, description="instead of element_description: the number of the mark on the element"
     )
 
     def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
@@ -161,6 +227,8 @@ class TypeAction(ActionModel):
         'agent.type("the Search field", text="weather", enter=True)',
         'agent.type("the Name field", text="Ada", overwrite=True)',
     )
+    marked: ClassVar[tuple[tuple[str, str, bool], ...]] = (("element_description", "mark", False),)
+    mark_example: ClassVar[str] = 'agent.type(mark=4, text="weather", enter=True)'
     element_description: Description | None = Field(
         None,
         description="the text field to click before typing; omit it to type where the "
@@ -169,6 +237,10 @@ class TypeAction(ActionModel):
     text: TypableText = Field("", description="the text to type, exactly as it should appear")
     overwrite: bool = Field(False, description="select all and delete the old text first")
     enter: bool = Field(False, description="press Enter after typing")
+    mark: MarkNumber | None = Field(
+        None,
+        description="instead of element_description: the number of the mark on the text field",
+    )
 
     @model_validator(mode="after")
     def _does_something(self) -> TypeAction:
@@ -210,7 +282,9 @@ class ScrollAction(ActionModel):
         'agent.scroll("the list of messages", -5)',
         'agent.scroll("the wide table", 3, shift=True)',
     )
-    element_description: Description = Field(description="the element to scroll in")
+    marked: ClassVar[tuple[tuple[str, str, bool], ...]] = (("element_description", "mark", True),)
+    mark_example: ClassVar[str] = "agent.scroll(mark=9, clicks=-5)"
+    element_description: Description | None = Field(description="the element to scroll in")
     clicks: ScrollClicks = Field(
         ge=-50,
         le=50,
@@ -218,6 +292,9 @@ class ScrollAction(ActionModel):
         "shift), negative scrolls down (or left with shift)",
     )
     shift: bool = Field(False, description="scroll horizontally instead of vertically")
+    mark: MarkNumber | None = Field(
+        None, description="instead of element_description: the number of the mark to scroll in"
+    )
 
     def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
         (at,) = points
@@ -235,9 +312,20 @@ class DragAndDropAction(ActionModel):
     examples: ClassVar[tuple[str, ...]] = (
         'agent.drag_and_drop("the file notes.txt", "the Documents folder")',
     )
-    starting_description: Description = Field(description="the element to drag")
-    ending_description: Description = Field(description="where to drop it")
+    marked: ClassVar[tuple[tuple[str, str, bool], ...]] = (
+        ("starting_description", "starting_mark", True),
+        ("ending_description", "ending_mark", True),
+    )
+    mark_example: ClassVar[str] = "agent.drag_and_drop(starting_mark=12, ending_mark=3)"
+    starting_description: Description | None = Field(description="the element to drag")
+    ending_description: Description | None = Field(description="where to drop it")
     hold_keys: KeyList = Field((), max_length=4, description="keys held down during the drag")
+    starting_mark: MarkNumber | None = Field(
+        None, description="instead of starting_description: the number of the mark to drag"
+    )
+    ending_mark: MarkNumber | None = Field(
+        None, description="instead of ending_description: the number of the mark to drop on"
+    )
 
     def _plan(self, points: list[ops.Point]) -> list[ops.Op]:
         start, end = points
@@ -429,6 +517,17 @@ class CallCodeAgentAction(ActionModel):
     )
 
 
+class AskUserAction(ActionModel):
+    """Ask the user one question, when the task is ambiguous and guessing could do harm."""
+
+    action: Literal["ask_user"] = "ask_user"
+    examples: ClassVar[tuple[str, ...]] = (
+        'agent.ask_user("Which of the two invoices named March should I delete?")',
+    )
+    sentinel: ClassVar[str | None] = "WAIT"  # agent-level: nothing happens on the desktop
+    question: Note = Field(description="the question, complete in itself")
+
+
 class WaitAction(ActionModel):
     """Wait for the screen to change, e.g. while something loads."""
 
@@ -486,6 +585,7 @@ Action = Annotated[
     | SetCellValuesAction
     | SaveToKnowledgeAction
     | CallCodeAgentAction
+    | AskUserAction
     | WaitAction
     | DoneAction
     | FailAction,

@@ -387,7 +387,7 @@ def _is_uitars(name: str, node: ast.Call) -> bool:
     if name not in ACTION_MODELS:
         return True
     keywords = {k.arg for k in node.keywords if k.arg is not None}
-    ours = set(ACTION_MODELS[name].argument_names())
+    ours = set(ACTION_MODELS[name].argument_names() + ACTION_MODELS[name].mark_names())
     if keywords & uitars.ARGUMENTS - ours:
         return True
     return name == "wait" and not node.args and not keywords  # UI-TARS' wait() waits 5 s
@@ -589,7 +589,8 @@ def _from_action_object(obj: dict[str, Any], tool: str | None = None) -> ActionM
             kind="bad_argument",
         )
     model = ACTION_MODELS.get(name)
-    foreign = set(obj) - {"action"} - set(model.argument_names() if model else ())
+    known = (*model.argument_names(), *model.mark_names()) if model else ()
+    foreign = set(obj) - {"action"} - set(known)
     if name in computer_use.NAMES and (
         tool is not None or model is None or foreign & computer_use.ARGUMENTS
     ):
@@ -656,7 +657,8 @@ def _problem(model: type[ActionModel], error: Any) -> str:
     if kind == "missing":
         return f"missing required argument {field!r}"
     if kind == "extra_forbidden":
-        return f"unknown argument {field!r} (arguments: {', '.join(model.argument_names())})"
+        names = (*model.argument_names(), *model.mark_names())
+        return f"unknown argument {field!r} (arguments: {', '.join(names)})"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         message = "must not be empty"
     else:
