@@ -53,9 +53,9 @@ def test_check_gives_exact_reasons_on_real_tasks() -> None:
     calc = load_suite(OSWORLD).index["libreoffice_calc"][0]
     assert any(r.category == "cache" for r in by_id[calc])
     impress = [r for t, rs in report.blocked() if t.domain == "libreoffice_impress" for r in rs]
-    assert any(r.category == "metric" and r.detail == "compare_audios" for r in impress)
-    assert not any(r.category == "metric" and r.detail == "check_transition" for r in impress)
-    assert not any(r.category == "metric" and r.detail == "compare_pptx_files" for r in impress)
+    assert impress, "some Impress tasks need the file cache here"
+    # every metric OSWorld's tasks use is implemented: no task is blocked by a missing one
+    assert not any(r.category == "metric" for _t, rs in report.blocked() for r in rs)
     # every blocked task says why, and the runnable ones use only what we have
     for _task, reasons in report.blocked():
         assert reasons

@@ -28,6 +28,7 @@ from agent_s import load_trajectory
 from agent_s.actions import (
     ACTION_MODELS,
     ActionModel,
+    AskUserAction,
     CallCodeAgentAction,
     ClickAction,
     DoneAction,
@@ -83,6 +84,7 @@ EXAMPLES: dict[str, tuple[ActionModel, tuple[Point, ...]]] = {
     "wait": (WaitAction(seconds=1), ()),
     "done": (DoneAction(), ()),
     "fail": (FailAction(), ()),
+    "ask_user": (AskUserAction(question="Which file?"), ()),
 }
 
 
@@ -105,6 +107,10 @@ def test_every_action_model_yields_effects_the_gate_judges() -> None:
         assert subject.effects, name
         assert not subject.unknown, name
         assert all(e.kind != "unknown" for e in subject.effects), name
+    # a question goes to the user: nothing reaches the desktop
+    asked = subject_for_action(*EXAMPLES["ask_user"], WINDOWS, "ask_user")
+    assert asked.inert
+    assert not any(e.delivers_input for e in asked.effects)
 
 
 def test_an_action_the_gate_does_not_know_is_refused_in_every_mode() -> None:
