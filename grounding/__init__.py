@@ -9,11 +9,12 @@
     found = Locator(grounder).locate(action.targets(), observation, sent)   # Located | NotLocated
 
 Modules: ``types`` (results, observations, typed failures), ``transform`` (the one coordinate
-chain), ``query`` and ``matching`` (reading expressions, matching text), ``ocr``,
-``accessibility``, ``model`` and ``replies`` (a grounding model and its reply formats),
-``native`` (the generation model's own coordinates), ``chain`` (``auto``), and ``locate``:
-the one entry point that grounds an action's targets (``Locator.locate``), which the agent and
-the benchmark's reference policy both use.
+chain), ``query`` and ``matching`` (reading expressions, matching text), ``ocr`` (with
+``tesseract``, the engine, and ``controls``, the control detector), ``accessibility``,
+``model`` and ``replies`` (a grounding model and its reply formats), ``native`` (the
+generation model's own coordinates), ``chain`` (``auto``), and ``locate``: the one entry point
+that grounds an action's targets (``Locator.locate``), which the agent and the benchmark's
+reference policy both use.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from agent_s.grounding.locate import (
 )
 from agent_s.grounding.model import ModelGrounder, convention_for_model
 from agent_s.grounding.native import NativeGrounder, native_result
-from agent_s.grounding.ocr import OcrGrounder, OcrReader, TesseractEngine, TesseractOptions
+from agent_s.grounding.ocr import OcrGrounder, OcrReader
+from agent_s.grounding.tesseract import TesseractEngine, TesseractOptions
 from agent_s.grounding.transform import Convention, CoordinateChain, Frame, smart_resize
 from agent_s.grounding.types import (
     Attempt,

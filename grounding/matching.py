@@ -211,6 +211,9 @@ def _by_role(query: Query, matches: list[Match]) -> list[Match]:
     agreeing = [m for m in matches if m.role_agrees]
     if agreeing:
         return agreeing
+    possible = [m for m in matches if m.role_agrees is not False]
+    if possible:  # a grounder that can tell that some are of another kind (a cell's text)
+        matches = possible
     if query.role in ("button", "menu", "tab", "label", "checkbox", "radio", "link"):
         alone = [m for m in matches if m.isolated]  # controls have short labels of their own
         if alone:
@@ -396,6 +399,13 @@ def choose(
     if len(ordered) > 1 and len(whole) == 1:  # "Info" is the Info tab, not "Info Bars"
         reasons.append(f"the one whose whole text is the phrase, of {len(ordered)}")
         return Choice(whole[0], len(ordered), tuple(reasons))
+    written = [m for m in ordered if _as_written(query.expression, m.text)]
+    if len(ordered) > 1 and 0 < len(written) < len(ordered) and _capitals_differ(written, ordered):
+        # "Page 1" is the tab reading "Page 1", not the three reading "page 1"
+        reasons.append(f"the case written, of {len(ordered)}")
+        if len(written) == 1:
+            return Choice(written[0], len(ordered), tuple(reasons))
+        ordered = written
     scores = sorted((m.score for m in ordered), reverse=True)
     if len(ordered) > 1 and scores[0] - scores[1] > CLEAR_MARGIN:
         best = max(ordered, key=lambda m: m.score)
@@ -405,6 +415,34 @@ def choose(
         reasons.append(f"{len(ordered)} matches fit equally")
         return Choice(ordered[0], len(ordered), tuple(reasons), tuple(ordered))
     return Choice(ordered[0], 1, tuple(reasons))
+
+
+def _cased(text: str) -> str:
+    return " " + " ".join(w.strip(_EDGES) for w in text.split()) + " "
+
+
+_EDGES = ".,:;!?'\"`()[]{}<>…“”‘’«»|"
+
+
+def _as_written(expression: str, text: str) -> bool:
+    """Whether ``text`` appears in ``expression`` with the same letter case (only said of
+    texts with a capital letter and some lower-case one: "Page 1", not "OK" or "page 1")."""
+    shown = _cased(text)
+    if not any(ch.isupper() for ch in shown) or shown == shown.upper():
+        return False
+    return shown.strip() != "" and shown in _cased(expression)
+
+
+def _capitals_differ(written: Sequence[Match], ordered: Sequence[Match]) -> bool:
+    """Whether the matches not written as the description writes them differ from it only in
+    capital first letters ("page 1" for "Page 1"): a label of its own, not OCR misreading a
+    letter ("AppIy"), which says nothing about which one was meant."""
+
+    def initials(text: str) -> str:
+        return " ".join(w[:1].lower() + w[1:] for w in _cased(text).split())
+
+    names = {initials(m.text) for m in written}
+    return all(initials(m.text) in names for m in ordered)
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,16 @@
 """OCR grounding with tesseract: read the screen once per step, find phrases, find text spans.
 
-The engine runs the ``tesseract`` binary that pytesseract is configured with (its
-``tesseract_cmd``), on an image preprocessed the way that reads real UIs best here (REFERENCE
-section 5, re-measured by ``scripts/bench_grounding.py``): grayscale (coloured regions inverted,
-so white labels on coloured buttons read dark on light), upscaled 2x, page
-segmentation mode 11 (sparse text: every label on its own), ``OMP_THREAD_LIMIT=1`` in the
-subprocess environment (tesseract's OpenMP threads only fight each other on a small machine).
-It is called directly rather than through ``pytesseract.image_to_data`` because pytesseract
-hands tesseract this process's whole environment and offers no way to set one variable for one
-call; the image goes in on stdin and the TSV comes back on stdout, with no temporary files.
-
+The engine (``grounding.tesseract``) reads a preprocessed image with libtesseract in this
+process, or with the ``tesseract`` program.
 ``OcrReader`` caches one page per observation (keyed on the screenshot's pixels) and region,
-so every grounding of a step shares one OCR pass. ``OcrGrounder`` matches the phrase of a
-referring expression against the lines read, cut where words stand far apart (a label and the
-button beside it are two texts), and chooses among the matches with the rest of the description
-(``matching.resolve``: role, colour read from the pixels of each match, position, ordinal, a
-relation to an anchor text found first; ties are reported as ambiguous), optionally re-reading
-only the active window when the whole screen did not show the phrase (bitmap fonts and busy
-screens read better cropped), and turns the match into screen coordinates through the
-transform chain.
+so every grounding of a step shares one OCR pass. ``OcrGrounder`` matches the
+phrase of a referring expression against the lines read, cut where words stand far apart (a
+label and the button beside it are two texts), and chooses among the matches with the rest of
+the description (``matching.resolve``: role, colour read from the pixels of each match,
+position, ordinal, a relation to an anchor text found first; ties are reported as ambiguous),
+optionally re-reading only the active window when the whole screen did not show the phrase
+(bitmap fonts and busy screens read better cropped), and turns the match into screen
+coordinates through the transform chain.
 
 The controls of the screenshot (``grounding.controls``: outlined boxes with their short labels
 read glyph by glyph, icons named by their shapes) are matched beside the lines of words, once
@@ -32,29 +24,25 @@ matching an expression, for ``agent-s ground --explain``.
 from __future__ import annotations
 
 import dataclasses
-import io
-import math
-import os
-import shutil
-import subprocess
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from PIL import Image, ImageChops, ImageFilter, ImageOps
+from PIL import Image, ImageChops
 
 from agent_s.grounding import matching
 from agent_s.grounding.controls import Control, ControlDetector
 from agent_s.grounding.fields import field_beside
 from agent_s.grounding.query import Query, normalize, parse_query
+from agent_s.grounding.tesseract import TesseractEngine
+from agent_s.grounding.tesseract import TesseractOptions as TesseractOptions  # re-exported
 from agent_s.grounding.transform import CoordinateChain
 from agent_s.grounding.types import (
     Box,
     Candidate,
-    GrounderUnavailable,
     GroundingResult,
     NotFound,
     Observation,
@@ -96,142 +84,6 @@ class OcrPage:
         return "\n".join(" ".join(w.text for w in line) for line in self.lines())
 
 
-@dataclass(frozen=True)
-class TesseractOptions:
-    scale: float = 2.0  # upscale factor before reading
-    psm: int = 11  # page segmentation mode: 11 = sparse text, 3 = automatic, 6 = one block
-    grayscale: bool = True
-    # Light text on a coloured background (a blue Send button, a selected row) made dark on
-    # light: tesseract reads dark-on-light far better, and reads the inverted forms otherwise not.
-    invert_on_colour: bool = True
-    language: str = "eng"
-    threads: int = 1  # OMP_THREAD_LIMIT for the subprocess
-    timeout_s: float = 60.0
-
-    def __post_init__(self) -> None:
-        if not 0.5 <= self.scale <= 4:
-            raise ValueError(f"OCR scale must be within 0.5..4, not {self.scale}")
-        if not 0 <= self.psm <= 13:
-            raise ValueError(f"tesseract page segmentation mode must be 0..13, not {self.psm}")
-
-    def describe(self) -> str:
-        gray = "grayscale " if self.grayscale else ""
-        return f"tesseract {gray}{self.scale:g}x psm {self.psm}"
-
-
-def _tesseract_command() -> str | None:
-    try:
-        import pytesseract
-    except ImportError:  # pragma: no cover - a declared dependency
-        return shutil.which("tesseract")
-    configured = str(pytesseract.pytesseract.tesseract_cmd)
-    return shutil.which(configured) or (configured if os.path.isfile(configured) else None)
-
-
-class TesseractEngine:
-    """Reads the words of an image with the tesseract binary (see the module docstring)."""
-
-    name = "tesseract"
-
-    def __init__(
-        self, options: TesseractOptions | None = None, *, env: Mapping[str, str] | None = None
-    ) -> None:
-        self.options = options or TesseractOptions()
-        self._env = dict(os.environ if env is None else env)
-        self._env["OMP_THREAD_LIMIT"] = str(self.options.threads)
-        self._command = _tesseract_command()
-
-    @property
-    def available(self) -> bool:
-        return self._command is not None
-
-    def read(self, image: Image.Image) -> list[tuple[str, Box, float, tuple[int, int, int]]]:
-        """(text, box in ``image`` pixels, confidence 0..1, tesseract line id) per word."""
-        if self._command is None:
-            raise GrounderUnavailable(
-                "OCR needs the tesseract program (apt-get install tesseract-ocr tesseract-ocr-eng)",
-                grounder="ocr",
-                reason="tesseract is not installed",
-            )
-        opts = self.options
-        if opts.grayscale:
-            prepared = _gray(image, invert_on_colour=opts.invert_on_colour)
-        else:
-            prepared = image.convert("RGB")
-        if opts.scale != 1:
-            size = (round(image.width * opts.scale), round(image.height * opts.scale))
-            prepared = prepared.resize(size, Image.Resampling.LANCZOS)
-        buffer = io.BytesIO()
-        prepared.save(buffer, format="PPM")  # raw PGM/PPM: the fastest format to hand over
-        argv = [
-            self._command,
-            "stdin",
-            "stdout",
-            "--psm",
-            str(opts.psm),
-            "-l",
-            opts.language,
-            "tsv",
-        ]
-        try:
-            done = subprocess.run(
-                argv,
-                input=buffer.getvalue(),
-                capture_output=True,
-                env=self._env,
-                timeout=opts.timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as err:
-            raise GrounderUnavailable(
-                f"tesseract took over {opts.timeout_s:g} s", grounder="ocr", reason="timeout"
-            ) from err
-        if done.returncode != 0:
-            detail = done.stderr.decode("utf-8", "replace").strip()[-300:]
-            raise GrounderUnavailable(
-                f"tesseract failed (status {done.returncode}): {detail}",
-                grounder="ocr",
-                reason="tesseract failed",
-            )
-        return self._parse(done.stdout.decode("utf-8", "replace"), image.size)
-
-    def _parse(
-        self, tsv: str, size: tuple[int, int]
-    ) -> list[tuple[str, Box, float, tuple[int, int, int]]]:
-        scale = self.options.scale
-        words = []
-        for row in tsv.splitlines()[1:]:
-            cols = row.split("\t")
-            if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
-                continue
-            left, top, width, height = (int(c) for c in cols[6:10])
-            x0 = max(0, math.floor(left / scale))
-            y0 = max(0, math.floor(top / scale))
-            x1 = min(size[0] - 1, max(x0, math.ceil((left + width) / scale) - 1))
-            y1 = min(size[1] - 1, max(y0, math.ceil((top + height) / scale) - 1))
-            line = (int(cols[2]), int(cols[3]), int(cols[4]))
-            conf = max(0.0, min(1.0, float(cols[10]) / 100))
-            words.append((cols[11].strip(), Box.from_corners(x0, y0, x1, y1), conf, line))
-        return words
-
-
-_COLOURED = 100  # mean saturation (0..255) around a pixel above which it lies on a colour
-
-
-def _gray(image: Image.Image, *, invert_on_colour: bool) -> Image.Image:
-    """Grayscale, with the coloured regions (buttons, selections: saturated around each pixel)
-    inverted, so that their white labels come out dark on light like the rest of the screen."""
-    gray = ImageOps.grayscale(image)
-    if not invert_on_colour:
-        return gray
-    saturation = image.convert("RGB").convert("HSV").getchannel("S")
-    around = saturation.filter(ImageFilter.BoxBlur(4))
-    coloured = around.point(lambda v: 255 if v > _COLOURED else 0)
-    if coloured.getbbox() is None:
-        return gray
-    return Image.composite(ImageOps.invert(gray), gray, coloured)
-
-
 def _order(raw: Sequence[tuple[str, Box, float, tuple[int, int, int]]]) -> tuple[OcrWord, ...]:
     """Words in reading order: lines top to bottom (in rows), left to right; words by x."""
     lines: dict[tuple[int, int, int], list[tuple[str, Box, float]]] = {}
@@ -267,7 +119,11 @@ class OcrReader:
     ``trim`` (default) only the part of the region that is not plain background is read."""
 
     def __init__(
-        self, engine: TesseractEngine | None = None, *, max_pages: int = 8, trim: bool = True
+        self,
+        engine: TesseractEngine | None = None,
+        *,
+        max_pages: int = 8,
+        trim: bool = True,
     ) -> None:
         self.engine = engine or TesseractEngine()
         self.trim = trim  # read only the part of a region that is not plain background
@@ -598,6 +454,9 @@ def _occurrences(phrase: tuple[str, ...], words: list[str]) -> list[tuple[float,
     return list(best.values())
 
 
+_PLAIN_ROLES = frozenset({"cell", "label"})  # drawn as bare text, never inside a button
+
+
 def _glyph_cap(match: matching.Match) -> float:
     """The confidence a one-character label can have: a glyph read by shape inside a control's
     outline is surer than one OCR read on its own (``GLYPH_CONFIDENCE``)."""
@@ -639,6 +498,7 @@ def _control_matches(
             text=name,
             score=score * (0.9 + 0.1 * control.score),
             box=screen_box,
+            role_agrees=False if query.role in _PLAIN_ROLES else None,
             isolated=True,
             window=matching.window_at(screen_box, observation.windows),
             data={
@@ -665,6 +525,9 @@ def _find(
     # words inside a control whose short label the glyphs read clearly are OCR's misreading
     # of that label ("=" for a "5"): the control's reading stands for them
     read = [c.region for c in controls if c.read_by == "glyphs" and c.authoritative]
+    # a cell or a label is plain text: not what an outlined button or field says
+    outlined = [c.region for c in controls if c.kind in ("button", "field")]
+    plain = query.role in _PLAIN_ROLES
     lines = [
         segment
         for line in page.lines()
@@ -696,6 +559,8 @@ def _find(
             )
             if query.role == "menu" and match.window is not None:
                 match.role_agrees = screen_box.y - match.window.y < 48 or None
+            if plain and any(b.contains(box.center) for b in outlined):
+                match.role_agrees = False
             matches.append(match)
         if matches:
             found.append((phrase, _as_words_say(matches)))

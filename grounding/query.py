@@ -332,6 +332,7 @@ def parse_query(expression: str) -> Query:
         if normal[i] in ROLE_WORDS:
             role, role_at = ROLE_WORDS[normal[i]], {i}
             break
+    the_role = set(role_at)  # the role word itself, without the kind words before it
     if role_at:  # "the Email input field": "input" is a kind word too, when a label precedes
         first = min(role_at)
         while (
@@ -347,11 +348,19 @@ def parse_query(expression: str) -> Query:
     colours: set[str] = set()
     content: list[str] = []
     full: list[str] = []  # the label as it may really be: role, colour and position words kept
+    named: list[str] = []  # the label with the kind words before the role ("Flow Box" cell)
     for i, (raw, word) in enumerate(zip(element, normal, strict=True)):
         if not word:
             continue
         if i in role_at:
             full.append(raw)
+            if i not in the_role:
+                named.append(raw)
+            continue
+        if word in FILLERS and i > 0 and raw[:1].isupper():  # "the Entry cell": a label
+            content.append(raw)
+            full.append(raw)
+            named.append(raw)
             continue
         if word in ORDINALS and ordinal is None:
             ordinal = ORDINALS[word]
@@ -370,6 +379,7 @@ def parse_query(expression: str) -> Query:
         elif word not in ARTICLES and word not in FILLERS:
             content.append(raw)
             full.append(raw)
+            named.append(raw)
 
     context_normal = [normalize(w) for w in context_words]
     if relation is None and any(w in ROWS for w in context_normal):
@@ -408,7 +418,8 @@ def parse_query(expression: str) -> Query:
     if quoted:
         options = [tokens(q) for q in quoted]
     elif content:
-        options = [tokens(" ".join(content)), tokens(" ".join(full)), *asides, *aliases]
+        options = [tokens(" ".join(content)), tokens(" ".join(named)), tokens(" ".join(full))]
+        options += [*asides, *aliases]
         options.append(without_articles)
     elif asides:
         options = list(asides)

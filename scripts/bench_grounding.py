@@ -111,22 +111,12 @@ ROLE_WORDS = {
 
 
 # Roles whose name is normally drawn as text (not icon-only buttons, window controls, fields).
-TEXT_ROLES = frozenset(
-    {
-        "label",
-        "menu",
-        "menu item",
-        "page tab",
-        "link",
-        "heading",
-        "table cell",
-        "check box",
-        "radio button",
-        "static",
-        "column header",
-        "list item",
-    }
-)
+# fmt: off
+TEXT_ROLES = frozenset({
+    "label", "menu", "menu item", "page tab", "link", "heading", "table cell", "check box",
+    "radio button", "static", "column header", "list item",
+})
+# fmt: on
 
 
 @dataclass
@@ -325,6 +315,7 @@ def _run_grounder(
     tallies: dict,
     app: str,
     cold: Callable[[Any], float] | None = None,
+    misses: list[dict[str, Any]] | None = None,
 ) -> None:
     """Ask ``ground`` for every query of every target; ``cold(result_or_error)`` adds the cost
     of work a cache saved (the OCR pass), so latencies are those of a fresh screenshot."""
@@ -340,14 +331,13 @@ def _run_grounder(
             except (GroundingError, ModelError) as err:
                 outcome, hit = err, False
             elapsed = time.perf_counter() - start + (cold(outcome) if cold else 0.0)
-            if VERBOSE and not hit and name in ("ocr", "a11y", "auto (a11y, ocr)"):
-                got = getattr(outcome, "point", None) or type(outcome).__name__
-                print(
-                    f"  miss {name} {app}: {query!r} ({target.role}) at "
-                    f"{target.box.as_tuple()}: {got}",
-                    file=sys.stderr,
-                )
             tallies.setdefault((name, app), Tally()).add(hit, elapsed)
+            got = getattr(outcome, "evidence", None) or f"{type(outcome).__name__}: {outcome}"
+            miss = {"query": query, "role": target.role, "box": target.box.as_tuple(), "got": got}
+            if not hit and misses is not None:
+                misses.append({**miss, "got": str(got)[:300]})
+            if VERBOSE and not hit and name in ("ocr", "a11y", "auto (a11y, ocr)"):
+                print(f"  miss {name} {app}: {miss}", file=sys.stderr)
             if name == "ocr" and target.role in TEXT_ROLES:
                 tallies.setdefault(("ocr, text-role targets", app), Tally()).add(hit, elapsed)
 
@@ -401,16 +391,20 @@ def bench_app(app: str, spec: tuple, args: argparse.Namespace, tallies: dict, no
         warm = time.perf_counter()
         warm_glyphs()  # rendered once per process: not a cost of this screenshot
         notes[app]["glyph_templates_s (once per process)"] = round(time.perf_counter() - warm, 2)
-        _run_grounder(
-            "ocr", lambda q: ocr.ground(q, observation), targets, tallies, app, ocr_cold(ocr)
-        )
+        warm, misses = time.perf_counter(), notes[app].setdefault("ocr_misses", [])
+        notes[app]["ocr_in_process"] = ocr.reader.engine.in_process  # starts libtesseract
+        notes[app]["ocr_engine_start_s (once per process)"] = round(time.perf_counter() - warm, 2)
+        ground, cold = ocr.ground, ocr_cold(ocr)
+        _run_grounder("ocr", lambda q: ground(q, observation), targets, tallies, app, cold, misses)
         page = ocr.reader.page(observation)
         notes[app]["ocr_pass_s"] = round(page.seconds, 3)
         notes[app]["detect_pass_s"] = round(ocr.controls.seconds_for(observation.key), 3)
         notes[app]["ocr_words"] = len(page.words)
         notes[app]["controls"] = len(ocr.detected(observation))
         # the OCR path before: words only, read from the whole screen (not trimmed to content)
-        baseline = OcrGrounder(OcrReader(trim=False), controls=None)
+        # by the tesseract program (started for each screenshot)
+        before = TesseractEngine(TesseractOptions(in_process=False))
+        baseline = OcrGrounder(OcrReader(before, trim=False), controls=None)
         _run_grounder(
             "ocr, words only (before)",
             lambda q: baseline.ground(q, observation),
@@ -493,9 +487,12 @@ def _print(tallies: dict, apps: list[str], notes: dict) -> None:
             total.total += t.total
             total.seconds += t.seconds
         print(row + total.cell())
-    print("\nper application: targets, queries, OCR words and the one OCR pass (seconds)")
+    print("\nper application: targets, queries, OCR words, the one OCR pass (seconds), OCR misses")
     for a in apps:
-        print(f"  {a:<20} {notes.get(a, {})}")
+        shown = {k: v for k, v in notes.get(a, {}).items() if k != "ocr_misses"}
+        print(f"  {a:<20} {shown}")
+        for miss in notes.get(a, {}).get("ocr_misses", []):
+            print(f"    ocr missed {miss['query']!r} ({miss['role']}): {miss['got'][:110]}")
     shots = [n for n in notes.values() if "detect_pass_s" in n]
     if shots:
         now = statistics.median(n["ocr_pass_s"] + n["detect_pass_s"] for n in shots)

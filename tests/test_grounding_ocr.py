@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 from agent_s.cli.main import app
 from agent_s.desktop.base import Screenshot, WindowInfo
 from agent_s.desktop.ops import Point
-from agent_s.grounding import NotFound, Observation, OcrGrounder, OcrReader
+from agent_s.grounding import (
+    NotFound,
+    Observation,
+    OcrGrounder,
+    OcrReader,
+    TesseractEngine,
+    TesseractOptions,
+)
 from agent_s.grounding.types import Box
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -118,6 +125,20 @@ def test_one_ocr_pass_serves_every_grounding_of_a_step(scene: Scene) -> None:
     changed.putpixel((0, 0), (0, 0, 0))
     grounder.ground("Help", Observation(Screenshot(changed)))
     assert grounder.reader.passes == 2
+
+
+def test_the_engine_reads_in_process_what_the_program_reads(scene: Scene) -> None:
+    """libtesseract in this process (the model loaded once, not once per screenshot) reads the
+    same words at the same places as the tesseract program given the same image."""
+    image = scene.observation.screenshot.image.crop((0, 0, 1280, 220))
+    library = TesseractEngine()
+    assert library.in_process  # setup.sh installs tesseract, and with it libtesseract
+    program = TesseractEngine(TesseractOptions(in_process=False))
+    read = library.read(image)
+    assert [(text, box) for text, box, _, _ in read] == [
+        (text, box) for text, box, _, _ in program.read(image)
+    ]
+    assert {"File", "Edit", "quick", "1,234.56"} <= {text for text, _, _, _ in read}
 
 
 def test_not_found_lists_what_was_seen_and_gives_no_point(scene: Scene, ocr: OcrGrounder) -> None:

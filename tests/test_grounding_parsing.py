@@ -206,3 +206,41 @@ def test_role_words_and_dialogs_disambiguate() -> None:
     windows = [dialog, main]  # front-most first
     assert choose(parse_query("OK in the dialog"), [behind, front], windows).match is front
     assert choose(parse_query("OK in the Editor window"), [behind, front], windows).match is behind
+
+
+def test_kind_words_inside_a_label_and_capitalised_fillers_are_label_words() -> None:
+    # "Flow Box" is a list row's name: "box" is a kind word, but not the kind said last
+    assert ("flow", "box") in parse_query("the Flow Box cell").phrases
+    assert parse_query("the Email input field").phrase == ("email",)
+    # a filler word written with a capital is the label ("Entry" is a row of gtk3-demo)
+    assert parse_query("the Entry cell").phrase == ("entry",)
+    assert parse_query("the Entry cell").role == "cell"
+    assert parse_query("the text field").label_free  # lower case: still a kind only
+
+
+def test_the_letter_case_written_tells_equal_labels_apart() -> None:
+    tab = Match(text="Page 1", score=1.0, box=Box(500, 10, 120, 40), isolated=True)
+    others = [
+        Match(text="page 1", score=1.0, box=Box(x, 600, 60, 20), isolated=True)
+        for x in (40, 640, 1040)
+    ]
+    choice = choose(parse_query("Page 1"), [*others, tab])
+    assert choice.match is tab
+    assert not choice.ambiguous
+    assert any("case" in r for r in choice.reasons)
+    # written in lower case: the three that read so are still tied
+    assert choose(parse_query("page 1"), [*others, tab]).ambiguous
+    # a letter OCR misread is no other label: the two Apply buttons stay tied
+    apply = [
+        Match(text=t, score=1.0, box=Box(x, 300, 60, 20)) for t, x in (("Apply", 0), ("AppIy", 400))
+    ]
+    assert choose(parse_query("the Apply button"), apply).ambiguous
+    # all-capital labels say nothing about case ("OK" and "Ok" are not told apart this way)
+    assert choose(parse_query("OK"), [_match(100, 100), _match(300, 300)]).ambiguous
+
+
+def test_a_cell_is_not_the_same_text_inside_a_button() -> None:
+    combo = Match(text="Andrea", score=1.0, box=Box(400, 240, 140, 30), role_agrees=False)
+    cell = Match(text="Andrea", score=1.0, box=Box(1170, 88, 70, 20))
+    assert choose(parse_query("the Andrea cell"), [combo, cell]).match is cell
+    assert choose(parse_query("Andrea"), [combo, cell]).ambiguous  # nothing tells them apart
