@@ -59,6 +59,19 @@ def test_wheel_puts_everything_under_the_agent_s_namespace(tmp_path: Path) -> No
         assert required in names
     templates = [n for n in names if n.startswith("agent_s/prompts/") and n.endswith(".md")]
     assert templates, "prompt templates must ship as package data"
+    # Every module of the checkout ships: a sub-package missing from [tool.setuptools] packages
+    # imports in an editable install and fails in a real one.
+    layout = {"agent_s/": "agent_s/", "agent_s/cli/": "cli/", "agent_s/grounding/": "grounding/"}
+    layout["agent_s/prompts/"] = "prompts/"
+    missing = []
+    for prefix, folder in layout.items():
+        for source in sorted((REPO / folder).rglob("*.py")):
+            relative = source.relative_to(REPO / folder).as_posix()
+            if "__pycache__" in relative or relative.startswith(("cli/", "grounding/", "prompts/")):
+                continue
+            if prefix + relative not in names:
+                missing.append(prefix + relative)
+    assert not missing, f"modules left out of the wheel (add their package): {missing}"
 
 
 def _installed_layout(root: Path) -> dict[str, str]:
