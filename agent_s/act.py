@@ -119,6 +119,8 @@ class Actor:
         self.notes: list[str] = []  # what save_to_knowledge kept, for every later request
         self.open_wait = OPEN_WAIT
         self.fields = FieldReader()
+        # the code agent's memory section for a job (agent_s.memory.runmemory); None: none
+        self.recall: Callable[[str], str] | None = None
 
     def reset(self) -> None:
         """A new task: no notes."""
@@ -314,6 +316,7 @@ class Actor:
             redactor=self.redactor,
             step=scene.step,
             screen=ScreenContext.of(scene.observation.active_window),
+            memory=self.recall,
         )
         with log.timed("code"):
             report = agent.run(

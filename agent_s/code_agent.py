@@ -17,6 +17,9 @@ it ended, the model's summary, the files created / modified / deleted in the wor
 (compared before and after), and the real output of the last blocks. Every turn is handed to
 ``on_substep`` as it ends, as a ``SubStep`` (``agent_s.step``; the trajectory's sub-steps).
 
+Given ``memory``, the first message also holds the entries of memory relevant to the job, with
+their provenance (verified skills' exact code among them): advice, which the prompt says.
+
 The code model is also told what is on the screen when the job is handed over (``screen``):
 the active window's title and application, and the file that window shows when the title names
 one that exists (an absolute or ``~`` path, ``name (folder)``, or a name found once in the
@@ -52,7 +55,7 @@ from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform, code_agent_system_prompt, load_template
 from agent_s.redact import Redactor
 from agent_s.safety import SafetyGate, subject_for_code
-from agent_s.step import ModelCall, SubStep
+from agent_s.step import ModelCall, SubStep, code_digest
 
 if TYPE_CHECKING:
     from agent_s.desktop.base import WindowInfo
@@ -309,10 +312,13 @@ class CodeAgent:
         step: int | None = None,
         ask: bool = True,
         screen: ScreenContext | None = None,
+        memory: Callable[[str], str] | None = None,
     ) -> None:
         """``secrets``: values kept out of the code's environment (and redacted); ``redactor``:
         the run's, for everything the code agent reports (default: one for ``secrets``).
-        ``screen``: the active window when the job was handed over, if known."""
+        ``screen``: the active window when the job was handed over, if known. ``memory``:
+        given the job, the memory section of its first message ("" for none;
+        ``agent_s.memory.runmemory``)."""
         self.complete = complete
         self.settings = settings
         self.platform = platform
@@ -323,6 +329,7 @@ class CodeAgent:
         self.step = step
         self.ask = ask
         self.screen = screen
+        self.memory = memory
         self.workdir = workdir_for(settings, self.env)
 
     def runner_settings(self) -> RunnerSettings:
@@ -348,6 +355,8 @@ class CodeAgent:
         if self.settings.sandbox == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
             parts.append(template.render("sandbox", writable=", ".join(map(str, folders))))
+        if self.memory is not None and (recalled := self.memory(task)):
+            parts.append(recalled)
         return [Message.text("system", system), Message.text("user", "\n".join(parts))]
 
     def run(
@@ -464,6 +473,8 @@ class CodeAgent:
                     "refused", step=turn, reason=decision.message, remaining=remaining
                 )
                 return feedback, sub.model_copy(update={"kind": "refused"})
+            # the hash of exactly the text handed to the runner, recorded with the turn
+            sub = sub.model_copy(update={"code_sha256": code_digest(reply.code)})
             run = self._redacted(runner.run(reply.language, reply.code))  # before any clipping
         except KeyboardInterrupt:  # the kill switch: the block is dead; say what it was
             on_substep(self._clean(sub.model_copy(update={"kind": "interrupted"})))

@@ -406,6 +406,28 @@ class SecretsConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    """How a run uses the memory store it is given (``Agent(memory=store)``; no store: none).
+
+    ``k``: at most this many entries shown in a prompt (the planner's, the code agent's, the
+    worker's first request when no plan is made); ``retrieve``: show them; ``learn``: store the
+    run's summary, lessons and (verified runs only) skills when it ends (a harness that judges
+    runs by its own evaluator learns itself); ``write`` False: the store is only read, not even
+    a retrieval is counted (a harness's frozen memory)."""
+
+    k: int = 5
+    retrieve: bool = True
+    learn: bool = True
+    write: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.k <= 50:
+            raise ConfigError(
+                f"memory k must be between 0 and 50, got {self.k}", setting="memory.k"
+            )
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """How a run behaves: limits, retries, reflection, recording. Plain values, no I/O."""
 
@@ -430,6 +452,8 @@ class AgentConfig:
     code: CodeAgentConfig = field(default_factory=lambda: CodeAgentConfig())
     # planning: off, auto (a long task, or once a step failed twice), always; see agent_s.manager
     plan: PlanSettings = field(default_factory=PlanSettings)
+    # what a run does with the memory store it is given (``Agent(memory=...)``)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     # values never written or sent to a model, besides the API keys (``[secrets]``)
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
@@ -473,6 +497,7 @@ __all__ = [
     "ConfigError",
     "GroundMode",
     "GroundingConfig",
+    "MemoryConfig",
     "ModelConfig",
     "ProviderName",
     "RuleEffect",

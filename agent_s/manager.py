@@ -2,7 +2,8 @@
 
     ending = Manager(host, settings).run(postcondition)      # host: the Agent
 
-1. **Plan.** One planner call (purpose ``plan``) with the task and the screen; its reply is a
+1. **Plan.** One planner call (purpose ``plan``) with the task, the screen and the entries of
+   memory relevant to the task (``agent_s.memory``; advice, with provenance); its reply is a
    ``agent_s.planning.Plan``. A reply that is no valid plan (no JSON, a cycle, an unknown
    dependency, an empty plan) goes back to the planner with the reason, like an invalid action.
    ``feasible: false`` ends the run as ``infeasible`` before any action: the feasibility gate.
@@ -177,6 +178,10 @@ class PlanHost(Protocol):
     def event(self, kind: str, data: dict[str, Any]) -> None:
         """One line of the trajectory's plan record."""
 
+    def recall(self, query: str) -> str:
+        """The planner's memory section for ``query`` (entries of memory relevant to it, with
+        their provenance), or "" when there is no memory or nothing relevant."""
+
 
 class Manager:
     """Runs one task as a plan (see the module docstring)."""
@@ -242,7 +247,10 @@ class Manager:
             example=EXAMPLE_PLAN,
         )
         if replan is None:
-            text = template.render("request", today=self.host.today(), task=self.host.task)
+            memory = self.host.recall(self.host.task)
+            text = template.render(
+                "request", today=self.host.today(), task=self.host.task, memory=memory
+            )
             purpose = "plan"
         else:
             failed, remaining = replan

@@ -51,6 +51,8 @@ ROLES = (
     "text_span",
     "planner",
     "verifier",
+    "judge",
+    "practice",
 )
 GroundingFrame = Literal["pixels", "grid1000"]
 #: How the worker refers to elements: ``labels`` for the model-free grounders (accessibility
@@ -420,6 +422,12 @@ def grounding_query_prompt(
     if frame == "pixels":
         values.update(width=width, height=height)
     return render("grounding_query", frame, **values)
+
+
+def judge_system_prompt(platform: Platform) -> str:
+    """The best-of-N judge's system prompt: compare attempts' narratives and final screens,
+    pick one (``ATTEMPT: n`` and ``REASON: ...``)."""
+    return render("judge", "system", platform_summary=platform.summary())
 
 
 def text_span_prompt(start_phrase: str, end_phrase: str, words: Sequence[str]) -> str:

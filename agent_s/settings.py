@@ -24,6 +24,7 @@ The file is ``$AGENT_S_CONFIG`` (an error if it does not exist) or
     [safety]      mode, allow_apps, allow_paths, [[safety.rules]]   (config.SafetyConfig)
     [code_agent]  enabled, max_steps, timeout, sandbox, memory_mb, workdir, writable, ...
     [secrets]     env (names of variables holding secrets), files (one secret per line)
+    [memory]      enabled, path, k, max_entries, max_bytes (agent_s.memory; ``agent-s run``)
     [profiles."gpt-4o*"]   input_price, output_price, max_output_tokens, ... (ModelProfile)
 
 ``SETTINGS`` says which flag and which variable set which setting. An unknown key, a value of
@@ -61,6 +62,7 @@ from agent_s.config import (
     ConfigError,
     GroundingConfig,
     GroundMode,
+    MemoryConfig,
     ModelConfig,
     SafetyConfig,
     SecretsConfig,
@@ -71,6 +73,9 @@ from agent_s.models.endpoints import PROVIDERS, ProviderName, settings_from_env
 from agent_s.models.errors import ProfileConfigError
 from agent_s.models.profiles import ProfileRegistry
 from agent_s.planning import PlanMode, PlanSettings
+
+if typing.TYPE_CHECKING:
+    from agent_s.memory import MemoryStore
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -112,6 +117,10 @@ SETTINGS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("code_agent", "timeout"): ("--code-timeout", "AGENT_S_CODE_TIMEOUT"),
     ("code_agent", "max_steps"): ("--code-steps", "AGENT_S_CODE_STEPS"),
     ("secrets", "env"): ("", "AGENT_S_SECRET_ENV"),  # comma-separated names
+    # --memory/--no-memory is run's own flag (bench run's --memory is a mode): cli/run.py
+    ("memory", "enabled"): ("", "AGENT_S_MEMORY"),
+    ("memory", "path"): ("", "AGENT_S_MEMORY_DB"),
+    ("memory", "k"): ("", "AGENT_S_MEMORY_K"),
 }
 _BY_FLAG = {flag: path for path, (flag, _) in SETTINGS.items() if flag}
 _SECRET_NAMES = ("secrets", "env")
@@ -199,6 +208,38 @@ class PlanSection(_Table):
         return PlanSettings(self.mode, self.subtask_steps, self.max_replans)
 
 
+class MemorySection(_Table):
+    """``[memory]``: memory across runs (``agent_s.memory``), used by ``agent-s run``:
+    ``enabled`` (default on there; the SDK and ``predict()`` use memory only when given a
+    store), the file (``path``; default ``$XDG_DATA_HOME/agent-s/memory.sqlite3``), at most
+    ``k`` entries shown per prompt, and the store's bounds."""
+
+    enabled: bool = True
+    path: UserPath | None = None
+    k: int = Field(default=5, ge=0, le=50)
+    max_entries: int = Field(default=2000, ge=1)
+    max_bytes: int = Field(default=20_000_000, ge=1000)
+
+    def build(self) -> MemoryConfig:
+        return MemoryConfig(k=self.k)
+
+    def open(self, environ: Mapping[str, str] | None = None) -> MemoryStore | None:
+        """The store (created if missing), or None when memory is off."""
+        if not self.enabled:
+            return None
+        from agent_s.memory import MemoryStore, MemoryStoreError, default_path
+
+        path = self.path if self.path is not None else default_path(environ)
+        try:
+            return MemoryStore(path, max_entries=self.max_entries, max_bytes=self.max_bytes)
+        except MemoryStoreError as err:
+            raise ConfigError(
+                f"memory: {err} (here: [memory] path or AGENT_S_MEMORY_DB; or run with "
+                "--no-memory)",
+                setting="memory.path",
+            ) from None
+
+
 def _guess_provider(model: str, base_url: str | None) -> ProviderName | None:
     if base_url:
         return "openai-compatible"
@@ -224,6 +265,7 @@ class Settings(BaseSettings):
     limits: LimitsSection = LimitsSection()
     run: RunSection = RunSection()
     plan: PlanSection = PlanSection()
+    memory: MemorySection = MemorySection()
     safety: SafetyConfig = SafetyConfig()
     code_agent: CodeAgentConfig = CodeAgentConfig()
     secrets: SecretsConfig = SecretsConfig()
@@ -308,6 +350,7 @@ class Settings(BaseSettings):
             "safety": self.safety,
             "code": self.code_agent,
             "plan": self.plan.build(),
+            "memory": self.memory.build(),
             "desktop_name": env.get("XDG_CURRENT_DESKTOP") or env.get("DESKTOP_SESSION") or "",
             **runtime,
         }
@@ -608,6 +651,7 @@ __all__ = [
     "SETTINGS",
     "GroundingSection",
     "LimitsSection",
+    "MemorySection",
     "ModelSection",
     "RunSection",
     "Settings",

@@ -16,7 +16,8 @@ context policy reads the history from it, and ``on_step`` callbacks and the CLI 
                        sentence each, in the model's terms (no screen pixels)
     step.code          the plan as pyautogui code, or "DONE" / "FAIL" / "WAIT"
     step.calls         the model calls (raw reply, usage, the error fed back)
-    step.substeps      the code agent's turns (``call_code_agent``)
+    step.substeps      the code agent's turns (``call_code_agent``), each block with the sha256
+                       of its code as handed to the runner (``code_sha256``)
     step.image         the encoded screenshot the model was shown (in memory only)
 
 A code-agent turn is a ``SubStep``; a model call is a ``ModelCall``.
@@ -24,6 +25,7 @@ A code-agent turn is a ``SubStep``; a model call is a ``ModelCall``.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -85,6 +87,9 @@ class SubStep(BaseModel):
     call: ModelCall | None = None
     language: Language | None = None
     code: str = ""
+    # sha256 of the code's UTF-8 bytes, taken as the block was handed to the runner (None: it
+    # did not run); memory stores a skill only when its code hashes to this
+    code_sha256: str | None = None
     safety: dict[str, Any] | None = None  # the safety gate's decision on the block
     run: dict[str, Any] | None = None  # the block's run: exit status, stdout, stderr, ...
     status: Literal["done", "fail"] | None = None  # a final reply's DONE or FAIL
@@ -179,6 +184,11 @@ class Step(BaseModel):
         )
 
 
+def code_digest(code: str) -> str:
+    """The sha256 (hex) of a block's code as it is run: its UTF-8 bytes."""
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 #: ``Step`` under its earlier name: the same type.
 StepReport = Step
 
@@ -190,4 +200,12 @@ def call_text(action: ActionModel) -> str:
     return f"agent.{action.action}({arguments})"
 
 
-__all__ = ["ModelCall", "Step", "StepOutcome", "StepReport", "SubStep", "call_text"]
+__all__ = [
+    "ModelCall",
+    "Step",
+    "StepOutcome",
+    "StepReport",
+    "SubStep",
+    "call_text",
+    "code_digest",
+]

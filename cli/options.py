@@ -109,6 +109,14 @@ MaxReplans = Annotated[
     int | None,
     typer.Option(help="Replans allowed in a planned run (default 2; env AGENT_S_MAX_REPLANS)."),
 ]
+Memory = Annotated[
+    bool | None,
+    typer.Option(
+        "--memory/--no-memory",
+        help="Memory across runs: show the model relevant entries of earlier runs and learn "
+        "from this one; --no-memory reads and writes nothing (default on; env AGENT_S_MEMORY).",
+    ),
+]
 VirtualMonitors = Annotated[
     str | None,
     typer.Option(

@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,12 @@ from agent_s.desktop.base import WindowInfo
 from agent_s.desktop.virtual import VirtualDesktop, marked_processes
 
 APPS_DIR = Path(__file__).parent / "apps"
+# ``agent-s run`` keeps memory by default: runs made in this process (and in processes given
+# the desktop's environment, which copies this) learn in a file of this session, never in the
+# user's own; a process given neither keeps it in its HOME's data folder
+os.environ.setdefault(
+    "AGENT_S_MEMORY_DB", str(Path(tempfile.mkdtemp(prefix="agent-s-memory-")) / "memory.sqlite3")
+)
 PROBE = APPS_DIR / "probe_tk.py"
 NO_XVFB = (
     "Xvfb is not installed: desktop tests need a virtual X display "

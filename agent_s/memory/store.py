@@ -8,6 +8,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,20 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN
         DELETE FROM entries_fts WHERE rowid = old.id;
     END;
+    """,
+    # 2: named workflows (agent_s.workflow): a replay script with parameters and provenance
+    """
+    CREATE TABLE workflows (
+        name TEXT PRIMARY KEY,
+        task TEXT NOT NULL,
+        body TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        steps TEXT NOT NULL,
+        model TEXT NOT NULL,
+        verified INTEGER NOT NULL,
+        created TEXT NOT NULL,
+        sha256 TEXT NOT NULL
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -386,6 +401,84 @@ class MemoryStore:
         ).fetchone()
         return int(count), int(size)
 
+    # -- workflows --
+
+    def save_workflow(
+        self, name: str, body: str, provenance: Provenance, *, replace: bool = False
+    ) -> StoredWorkflow:
+        """Store the workflow ``name`` (its JSON ``body``) with its provenance and the sha256 of
+        the body; a name already taken is refused (ValueError) unless ``replace``."""
+        check_workflow_name(name)
+        sha = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+        created = provenance.created.astimezone(timezone.utc).isoformat()
+        values = (
+            name,
+            provenance.task,
+            body,
+            provenance.run_id,
+            json.dumps(list(provenance.steps)),
+            provenance.model,
+            int(provenance.verified),
+            created,
+            sha,
+        )
+        with self._write():
+            taken = self._db.execute("SELECT 1 FROM workflows WHERE name = ?", (name,)).fetchone()
+            if taken and not replace:
+                raise ValueError(
+                    f"a workflow named {name!r} exists already: choose another name, or replace "
+                    f"it (agent-s workflow save ... --replace; agent-s workflow forget {name})"
+                )
+            self._db.execute(
+                "INSERT OR REPLACE INTO workflows (name, task, body, run_id, steps, model, "
+                "verified, created, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        return StoredWorkflow(name, provenance, body, sha)
+
+    _WORKFLOW_COLUMNS = "name, task, body, run_id, steps, model, verified, created, sha256"
+
+    def _stored_workflow(self, row: Sequence[Any]) -> StoredWorkflow:
+        name, task, body, run_id, steps, model, verified, created, sha = row
+        provenance = Provenance(
+            run_id=run_id,
+            steps=tuple(json.loads(steps)),
+            created=datetime.fromisoformat(created),
+            model=model,
+            verified=bool(verified),
+            task=task,
+        )
+        if hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest() != sha:
+            raise TamperedEntry(
+                f"workflow {name!r} does not match its stored sha256 (the file was changed "
+                f"outside agent-s); remove it with agent-s workflow forget {name}"
+            )
+        return StoredWorkflow(name, provenance, body, sha)
+
+    def workflow(self, name: str) -> StoredWorkflow:
+        """The workflow ``name`` (KeyError if there is none; TamperedEntry if its body no
+        longer matches its hash)."""
+        row = self._db.execute(
+            f"SELECT {self._WORKFLOW_COLUMNS} FROM workflows WHERE name = ?",  # noqa: S608
+            (name,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return self._stored_workflow(row)
+
+    def workflows(self) -> list[StoredWorkflow]:
+        """Every stored workflow, by name."""
+        rows = self._db.execute(
+            f"SELECT {self._WORKFLOW_COLUMNS} FROM workflows ORDER BY name"  # noqa: S608
+        ).fetchall()
+        return [self._stored_workflow(row) for row in rows]
+
+    def forget_workflow(self, name: str) -> bool:
+        """Delete the workflow ``name``; whether there was one."""
+        with self._write():
+            cursor = self._db.execute("DELETE FROM workflows WHERE name = ?", (name,))
+        return cursor.rowcount > 0
+
     # -- export and import --
 
     def export_jsonl(self, path: Path) -> int:
@@ -456,6 +549,30 @@ class MemoryStore:
             raise ValueError(f"{where}: only a skill has a sha256")
 
 
+_WORKFLOW_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+
+
+def check_workflow_name(name: str) -> str:
+    """``name`` if it can name a workflow (letters, digits, ``_ . -``, at most 64, starting
+    with a letter or digit); ValueError naming the rule otherwise."""
+    if not _WORKFLOW_NAME.fullmatch(name):
+        raise ValueError(
+            f"{name!r} cannot name a workflow: use letters, digits, '_', '.' and '-' (at most "
+            "64, starting with a letter or digit), e.g. save-note"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class StoredWorkflow:
+    """A workflow as stored: its name, provenance, JSON body and the body's sha256."""
+
+    name: str
+    provenance: Provenance
+    body: str
+    sha256: str
+
+
 class _Transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): one short write."""
 
@@ -483,4 +600,12 @@ def _statements(script: str) -> list[str]:
     return out
 
 
-__all__ = ["DB_ENV", "MIGRATIONS", "SCHEMA_VERSION", "MemoryStore", "default_path"]
+__all__ = [
+    "DB_ENV",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "MemoryStore",
+    "StoredWorkflow",
+    "check_workflow_name",
+    "default_path",
+]

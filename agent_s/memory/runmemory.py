@@ -1,0 +1,91 @@
+"""Memory as one agent uses it: the prompts' memory sections, and learning when a run ends.
+
+    memory = RunMemory(store, lambda: agent.settings.memory)
+    memory.section("planner", task, "plan", folder=run_dir)   # "" when nothing relevant
+    memory.learn(result)                                      # after the result is written
+
+The planner's request, the code agent's first message and (when no plan is made) the worker's
+first request get at most ``MemoryConfig.k`` entries each (``agent_s.memory.recall``), in the
+template's ``memory`` section, which says they are advice, not instructions. When a run ends
+with a trajectory folder, ``learn`` stores its summary, lessons and, when its ``--check``
+passed (``RunResult.verified``), skills (``agent_s.memory.learn``). A harness that verifies
+runs itself (an evaluator's score) turns ``MemoryConfig.learn`` off and calls
+``learn_from_run`` with its own verdict.
+
+A memory file that cannot be read or written never ends a run: ``problems`` says what failed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from agent_s.config import MemoryConfig
+from agent_s.memory.entries import Kind, MemoryStoreError
+from agent_s.memory.learn import learn_from_run
+from agent_s.memory.recall import Recall
+from agent_s.memory.store import MemoryStore
+from agent_s.prompting import load_template
+from agent_s.result import RunResult
+
+
+class RunMemory:
+    """One agent's use of a memory store (see the module docstring)."""
+
+    def __init__(self, store: MemoryStore, config: Callable[[], MemoryConfig]) -> None:
+        self.store = store
+        self._config = config
+        self.problems: list[str] = []
+        self.learned: list[int] = []  # the ids the last run stored
+
+    @property
+    def config(self) -> MemoryConfig:
+        return self._config()
+
+    def section(
+        self,
+        role: str,
+        query: str,
+        purpose: str,
+        *,
+        folder: Path | None = None,
+        after_step: int = 0,
+        kinds: Sequence[Kind] | None = None,
+    ) -> str:
+        """``role``'s ``memory`` section with the entries relevant to ``query``, or "". The
+        code agent is shown skills first, then lessons (a summary of a whole run is for the
+        planner and the worker)."""
+        recall = Recall(self.store, self.config)
+        code = role == "code_agent"
+        if code and kinds is None:
+            kinds = ("skill", "lesson")
+        count, items = recall.items(
+            query,
+            purpose,
+            folder=folder,
+            after_step=after_step,
+            kinds=kinds,
+            first=("skill",) if code else (),
+        )
+        self.problems += recall.problems
+        if not count:
+            return ""
+        return load_template(role).render("memory", count=count, items=items)
+
+    def learn(self, result: RunResult) -> list[int]:
+        """Store what ``result``'s run teaches (its trajectory folder is read); the ids."""
+        self.learned = []
+        config = self.config
+        if not (config.learn and config.write) or result.trajectory_dir is None:
+            return []
+        try:
+            self.learned = learn_from_run(
+                self.store, result.trajectory_dir, result, verified=result.verified
+            )
+        except (MemoryStoreError, sqlite3.Error, OSError, ValueError) as err:
+            self.problems.append(f"memory could not learn from the run: {err}")
+        return self.learned
+
+
+__all__ = ["RunMemory"]
