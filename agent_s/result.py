@@ -73,6 +73,7 @@ Cause = Literal[
     "refused",
     "infeasible_gate",
     "replan_limit",
+    "replay_diverged",
     "needs_input",
     "max_steps",
     "budget_cost",
@@ -128,6 +129,40 @@ def _values(timings: Timings) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
+class BestOfAttempt:
+    """One attempt of a best-of-N run (``agent_s.bestofn``): how it ended and its narrative."""
+
+    number: int  # 1-based
+    status: str  # a RunStatus value, or "cancelled" for one stopped early
+    reason: str = ""
+    steps: int = 0
+    cost_usd: float = 0.0
+    narrative: tuple[str, ...] = ()  # one line per step, then how it ended
+    trajectory_dir: str | None = None
+    score: float | None = None  # bench: the task's evaluator's score
+
+
+@dataclass(frozen=True)
+class BestOf:
+    """A best-of-N run: which attempt was picked, by whom and why, and every attempt."""
+
+    picked: int  # the attempt's number
+    reason: str
+    by: str  # "comparative", "tournament", "agreement" (early stop) or "only" (one left)
+    attempts: tuple[BestOfAttempt, ...] = ()
+    judge_calls: int = 0
+    judge_cost_usd: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BestOf:
+        attempts = tuple(
+            BestOfAttempt(**{**a, "narrative": tuple(a.get("narrative", ()))})
+            for a in data.get("attempts", ())
+        )
+        return cls(**{**data, "attempts": attempts})
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of one run (see the module docstring)."""
 
@@ -151,6 +186,7 @@ class RunResult:
     # feasibility decision, each subtask's status, attempts and checks, switches, replans
     plan: dict[str, Any] | None = None
     question: str | None = None  # status needs_input: the question nobody answered
+    best_of: BestOf | None = None  # a best-of-N run: the pick, its reason, every attempt
 
     @property
     def succeeded(self) -> bool:
@@ -193,6 +229,7 @@ class RunResult:
             error_type=data.get("error_type"),
             plan=data.get("plan"),
             question=data.get("question"),
+            best_of=BestOf.from_json(data["best_of"]) if data.get("best_of") else None,
         )
 
 
@@ -387,6 +424,8 @@ def check_postcondition(check: Postcondition) -> PostconditionResult:
 
 
 __all__ = [
+    "BestOf",
+    "BestOfAttempt",
     "Cause",
     "CommandCheck",
     "Ending",

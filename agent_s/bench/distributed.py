@@ -97,17 +97,19 @@ def run_worker(
     api_key: str | None,
     timeout: float,
     workers: Workers | None = None,
+    module: str = "agent_s.bench.worker",
 ) -> int | str:
     """Run one task's worker process on this machine (the local backend does this too);
     its output goes to ``worker.log`` in the folder. The exit status, or why there is none.
-    ``workers``: the run's running workers (``Workers.cancel`` ends them)."""
+    ``workers``: the run's running workers (``Workers.cancel`` ends them). ``module``: the
+    worker's module (a best-of-N attempt runs ``agent_s.bestofn.attempt``)."""
     (folder / SPEC_FILE).write_text(json.dumps(spec, indent=1), encoding="utf-8")
     env = dict(os.environ)
     env.pop("AGENT_S_BENCH_API_KEY", None)
     if api_key:
         env["AGENT_S_BENCH_API_KEY"] = api_key
     env[LIFELINE_VAR] = "0"  # its stdin
-    argv = [sys.executable, "-m", "agent_s.bench.worker", str((folder / SPEC_FILE).resolve())]
+    argv = [sys.executable, "-m", module, str((folder / SPEC_FILE).resolve())]
     workers = Workers() if workers is None else workers
     with open(folder / "worker.log", "wb") as log:
         read_fd, write_fd = os.pipe()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +24,7 @@ from agent_s.bench.scoring import LastAction
 from agent_s.bench.tasks import Task
 
 if TYPE_CHECKING:
+    from agent_s.memory import MemoryStore
     from agent_s.settings import Settings
     from agent_s.step import Step
 
@@ -191,17 +192,27 @@ def run_noop(task: Task, backend: Any, folder: Path) -> PolicyOutcome:
 
 
 def run_agent(
-    task: Task, backend: Any, folder: Path, settings: Settings, *, api_key: str | None = None
+    task: Task,
+    backend: Any,
+    folder: Path,
+    settings: Settings,
+    *,
+    api_key: str | None = None,
+    memory: MemoryStore | None = None,
+    frozen: bool = False,
 ) -> PolicyOutcome:
     """The model-driven agent: ``Agent.run`` with a step callback that writes OSWorld's lines.
     ``settings``: as ``bench run`` resolved them; ``api_key``: else the provider's variable.
-    This process's environment gives the values of the variables marked secret."""
+    This process's environment gives the values of the variables marked secret. ``memory``:
+    the store its prompts retrieve from (the agent learns nothing itself: the worker does, with
+    the evaluator's verdict); ``frozen``: the store is only read."""
     from agent_s.agent import Agent
 
     model = settings.build_model(api_key)
     grounding = settings.build_grounding()
     # a benchmark task is always executed: a dry run would claim done with nothing done
     config = settings.build_agent_config(record_dir=folder, dry_run=False)
+    config = replace(config, memory=replace(config.memory, learn=False, write=not frozen))
     recorder = OSWorldRecorder(folder, backend)
     last: list[LastAction] = [None]
 
@@ -211,22 +222,32 @@ def run_agent(
         info = {"outcome": outcome, "grounding": [g.grounder for g in step.grounding]}
         recorder.step(step.step, step.code or "", step.action_text, step.terminal is not None, info)
 
+    from agent_s.view.bench import TaskView
+
+    view = TaskView.open(task.id, backend, folder)  # bench run --view TASK_ID: this task's page
     agent = Agent(
         model,
         settings=config,
         grounding=grounding,
         backend=backend,
         profiles=settings.build_profiles(),
-        on_step=on_step,
+        on_step=view.on_step(on_step) if view is not None else on_step,
+        on_plan=view.live.on_plan if view is not None else None,
+        memory=memory,
+        control=view.control if view is not None else None,
     )
     try:
         result = agent.run(task.instruction)
+        if view is not None:
+            view.live.finished(result)
         if result.cause == "infeasible_gate":  # the planner declared it before any action:
             last[0] = "FAIL"  # OSWorld's agents declare infeasible tasks with FAIL
             info = {"outcome": "ok", "planner": result.reason}
             recorder.step(result.steps + 1, "FAIL", "agent.fail()", True, info)
     finally:
         recorder.close()
+        if view is not None:
+            view.close()
     if result.trajectory_dir is not None and result.trajectory_dir.name != "trajectory":
         result.trajectory_dir.rename(folder / "trajectory")
     return PolicyOutcome(

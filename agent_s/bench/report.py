@@ -29,6 +29,8 @@ def load_results(results: Path) -> tuple[list[dict[str, Any]], list[dict[str, st
     for folder in sorted(folders):
         if folder.name == "trajectory":
             continue  # our per-run trajectory's RunResult, not a task record
+        if folder.parent.name == "attempts" and (folder.parent.parent / "best_of.json").exists():
+            continue  # one attempt of a best-of-N task: its task folder holds the record
         record, problem = _load(folder)
         if record is None:
             unreadable.append({"folder": str(folder), "problem": problem})
@@ -103,10 +105,35 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     overall = _empty()
     for record in rows:
         _add(overall, record)
-    return {
+    summary = {
         "domains": {d: _finish(r) for d, r in sorted(domains.items())},
         "overall": _finish(overall),
         "not_succeeded": failures,
+    }
+    best = best_of_rates(rows)
+    if best is not None:
+        summary["best_of"] = best
+    return summary
+
+
+def best_of_rates(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Over the best-of-N tasks (``agent_s.bestofn.bench``) that were scored: the success of
+    a single attempt (the mean of every attempt's score), of the judge's pick, and of the best
+    attempt (the oracle: what a perfect judge would reach). None: no such task."""
+    rows = [
+        r["best_of"]
+        for r in records
+        if isinstance(r.get("best_of"), Mapping) and r["best_of"].get("single") is not None
+    ]
+    if not rows:
+        return None
+    n = len(rows)
+    return {
+        "tasks": n,
+        "attempts": sum(len(r.get("attempts") or ()) for r in rows),
+        "single_success": round(sum(float(r["single"]) for r in rows) / n, 4),
+        "picked_success": round(sum(float(r.get("picked_score") or 0.0) for r in rows) / n, 4),
+        "oracle_success": round(sum(float(r.get("oracle") or 0.0) for r in rows) / n, 4),
     }
 
 
@@ -153,4 +180,12 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["group", "load_records", "load_results", "outcome", "run_of", "summarize"]
+__all__ = [
+    "best_of_rates",
+    "group",
+    "load_records",
+    "load_results",
+    "outcome",
+    "run_of",
+    "summarize",
+]

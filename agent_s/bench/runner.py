@@ -10,6 +10,12 @@ comes back with ``resumed``. Any other folder (a task killed half-way, a torn re
 removed before the task runs again, so nothing of the earlier attempt is left. Task files that
 do not load are left out (``Suite.load`` names them; the caller reports them).
 
+``memory`` (the agent policy): ``frozen`` shows each task the entries of a given store without
+writing to it; ``learning`` shows them and stores what each task teaches (summary, lessons, and
+skills only from a task its evaluator scored 1.0); ``fresh`` learns in a new store of the
+results' model folder (``memory.sqlite3``, kept on resume). Workers write to the one SQLite
+file at once (WAL, one short transaction per entry).
+
 ``backend="ray"`` sends each task to a Ray cluster at ``address`` instead of a local worker
 process (see ``distributed``); ``workers`` is then how many tasks are in flight at once.
 
@@ -46,9 +52,16 @@ from agent_s.bench.tasks import References, Suite, Task, load_references, refere
 from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
 
 if TYPE_CHECKING:
+    from agent_s.bestofn.judge import JudgeMode
     from agent_s.settings import Settings
 
 Backend = Literal["local", "ray"]
+#: memory across the run's tasks (the agent policy): none; read a given store without writing;
+#: a new store of this results folder that learns; or a given store that learns. Learning
+#: stores each task's run with verified = the evaluator's score 1.0 (never the model's word).
+MemoryMode = Literal["off", "frozen", "fresh", "learning"]
+MEMORY_MODES: tuple[MemoryMode, ...] = ("off", "frozen", "fresh", "learning")
+FRESH_MEMORY = "memory.sqlite3"  # in the results' model folder, for --memory fresh
 
 Event = dict[str, Any]  # {"kind": "start"|"end", "task": id, "domain": ..., "record": {...}}
 
@@ -76,10 +89,21 @@ class RunOptions:
     address: str | None = None  # the Ray cluster (backend "ray"); None: RAY_ADDRESS or local
     # reference solutions by task id (the reference policy); None: the file the package ships
     references: References | None = None
+    best_of: int = 1  # attempts per task (the agent policy); >1: a judge picks (bestofn.bench)
+    judge: JudgeMode = "comparative"  # the best-of judge: comparative | tournament
+    memory: MemoryMode = "off"
+    # the store for frozen and learning (None: the settings' [memory] path, else the default);
+    # for fresh, set to the model folder's FRESH_MEMORY
+    memory_db: Path | None = None
 
     def __post_init__(self) -> None:
         if self.references is None:
             self.references = load_references()
+        if self.best_of != 1 and self.policy != "agent":
+            raise ValueError("--best-of is for --policy agent: a judge model picks the attempt")
+        from agent_s.bestofn.config import BestOfConfig
+
+        BestOfConfig(self.best_of, judge=self.judge)  # says what is wrong with either
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
         if self.backend not in ("local", "ray"):
@@ -91,6 +115,29 @@ class RunOptions:
         if not self.model_label:
             name = self.settings.model.name if self.settings is not None else None
             self.model_label = name or self.policy
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        if self.memory not in MEMORY_MODES:
+            raise ValueError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {self.memory}")
+        if self.memory == "off":
+            return
+        if self.policy != "agent":
+            raise ValueError(f"--memory {self.memory} is for --policy agent (the model) only")
+        if self.backend != "local":
+            raise ValueError("--memory needs --backend local: the memory file is on this machine")
+        if self.memory == "fresh":
+            self.memory_db = self.model_folder / FRESH_MEMORY
+        elif self.memory_db is None:
+            from agent_s.memory import default_path
+
+            configured = self.settings.memory.path if self.settings is not None else None
+            self.memory_db = configured or default_path()
+        if self.memory == "frozen" and not self.memory_db.is_file():
+            raise ValueError(
+                f"--memory frozen reads {self.memory_db}, which does not exist: give the store "
+                "with --memory-db, or use --memory fresh or learning"
+            )
 
     @property
     def model_folder(self) -> Path:
@@ -195,7 +242,16 @@ def _run_one(
         "height": options.height,
         "eval_timeout": options.eval_timeout,
         "reference": _reference(options, task),
+        "memory": None
+        if options.memory == "off"
+        else {"mode": options.memory, "path": str(Path(str(options.memory_db)).resolve())},
     }
+    if options.best_of > 1:
+        from agent_s.bestofn.bench import run_attempts
+
+        picked = run_attempts(options, task, folder, spec, left, ray, workers)
+        budget.add(float(picked.get("cost_usd") or 0.0))
+        return picked
     if ray is None:
         code = run_worker(spec, folder, options.api_key, options.task_timeout, workers)
     else:

@@ -8,6 +8,11 @@ once by ``bench run`` (``agent_s.settings.Settings.to_json``: no file or variabl
 for them); the API key, if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment
 variable, never in a file.
 
+With ``bench run --memory`` the agent's prompts retrieve from the named store, and (unless the
+mode is ``frozen``) once the task is scored its run is learned from, verified only when the
+evaluator scored it 1.0; ``result.json``'s ``memory`` says the mode, the file, how many entries
+the prompts were shown (``retrieved``) and how many were stored (``learned``).
+
 The worker writes into the task folder: traj.jsonl, step_*.png, trajectory/, ``result.txt``
 (the score, OSWorld's file: written last, so its presence means the task finished) and
 ``result.json`` (our record: status, score details, steps, cost, time, setup log). A task
@@ -41,6 +46,8 @@ from agent_s.bench.tasks import load_task
 
 if TYPE_CHECKING:
     from agent_s.bench.scoring import Score
+    from agent_s.memory import MemoryStore
+    from agent_s.settings import Settings
 
 RESULT_JSON = "result.json"
 RESULT_TXT = "result.txt"
@@ -81,6 +88,48 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(temp, path)
 
 
+def _open_memory(
+    spec: dict[str, Any], settings: Settings, record: dict[str, Any]
+) -> MemoryStore | None:
+    """The store ``bench run --memory`` named (None: off); the mode goes in the record."""
+    given = spec.get("memory")
+    if not given:
+        return None
+    from agent_s.memory import MemoryStore
+
+    bounds = settings.memory
+    record["memory"] = {"mode": given["mode"], "path": given["path"], "learned": 0}
+    return MemoryStore(
+        Path(given["path"]), max_entries=bounds.max_entries, max_bytes=bounds.max_bytes
+    )
+
+
+def _learn(memory: MemoryStore, folder: Path, score: float, record: dict[str, Any]) -> None:
+    """Store what the task's run teaches; verified only when the evaluator scored it 1.0."""
+    import sqlite3
+
+    from agent_s.memory import MemoryStoreError
+    from agent_s.memory.learn import learn_from_run
+    from agent_s.trajectory import load_trajectory
+
+    trajectory = folder / "trajectory"
+    try:
+        result = load_trajectory(trajectory).result
+        if result is None:
+            raise ValueError(f"{trajectory} has no result.json")
+        ids = learn_from_run(
+            memory,
+            trajectory,
+            result,
+            verified=score >= 1.0,
+            check=f"the benchmark's evaluator scored the task {score:g}",
+            run_id=str(trajectory),  # every task's folder is named "trajectory"
+        )
+        record["memory"]["learned"] = len(ids)
+    except (MemoryStoreError, sqlite3.Error, OSError, ValueError) as err:
+        record["memory"]["error"] = f"{type(err).__name__}: {err}"
+
+
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     from agent_s.bench.environment import SetupFailed, SkipTask, TaskEnvironment
     from agent_s.bench.getters import NeedsFileCache
@@ -113,6 +162,8 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         task, folder, file_cache=file_cache, width=spec["width"], height=spec["height"], log=log
     )
     interrupted: KeyboardInterrupt | None = None
+    memory: MemoryStore | None = None
+    frozen = False
     try:
         env.start()
         if policy == "reference":
@@ -126,7 +177,15 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
             settings = Settings.from_json(spec["settings"])
             key = os.environ.get("AGENT_S_BENCH_API_KEY") or None
-            outcome = run_agent(task, env.backend, folder, settings, api_key=key)
+            memory = _open_memory(spec, settings, record)
+            frozen = (spec.get("memory") or {}).get("mode") == "frozen"
+            outcome = run_agent(
+                task, env.backend, folder, settings, api_key=key, memory=memory, frozen=frozen
+            )
+            if memory is not None:
+                from agent_s.memory.recall import retrieved_count
+
+                record["memory"]["retrieved"] = retrieved_count(folder / "trajectory")
         record.update(
             status=outcome.status,
             steps=outcome.steps,
@@ -152,6 +211,8 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             record.update(evaluation=score.to_json())
         else:
             record.update(score=score.value, evaluation=score.to_json())
+            if memory is not None and not frozen:
+                _learn(memory, folder, score.value, record)
     except KeyboardInterrupt as err:
         interrupted = err
         record.update(status="cancelled", score=None, reason=str(err) or "interrupted")
@@ -170,6 +231,8 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         )
     finally:
         env.stop()
+        if memory is not None:
+            memory.close()
     record.update(seconds=round(time.monotonic() - start, 2), setup_log=log[-50:])
     _write_json(folder / RESULT_JSON, record)
     if interrupted is not None:
