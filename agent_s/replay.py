@@ -1,0 +1,675 @@
+"""Replaying a recorded run on the live desktop, re-grounding every target on the screen as it
+is now; with ``heal``, the agent takes over where the replay diverges.
+
+    result = replay("runs/run-20260101-120000-4242", backend)      # ReplayResult
+    result.status          # "replayed", "diverged", "healed", "heal_failed" or "stopped"
+    result.divergence      # None, or the step and why it could not be replayed
+    result.run             # the new run's RunResult (its folder: result.run.trajectory_dir)
+
+What is replayed is a ``Script``: the recorded run's steps that did something (``script_of``),
+each with its typed action, the window that was active when it was recorded, the screen's size,
+and, for a target the model gave as coordinates (native grounding, a literal ``(x, y)``), the
+screen point it was carried out at. Each step goes through the agent's own step
+(``Agent.step(given=...)``): its targets are grounded again by the same grounding chain the
+agent uses (accessibility, OCR, a grounding model when configured; never the recorded pixels),
+the safety gate judges it as it would judge the model's action, and it is recorded in a new run
+folder like any step. A step the model gave as coordinates is carried out at its recorded
+screen point only when the screen has the recorded size; a set-of-marks step (``mark=17``) is
+found again by the mark's text. Nothing asks the model unless the replay diverges and ``heal``
+is on (or a recorded ``call_code_agent`` step needs the code agent's model).
+
+After typing, the replay waits (at most ``wait_seconds``) until the focused field shows the
+text typed, when it can be read: the application may still be taking it. Typing that ends with
+Enter is replayed as the text, that wait, then Enter (two steps in the new run): a dialog still
+taking the text (a file chooser reading the folder typed) drops an Enter sent at once.
+
+Divergence: before an input step (click, type, keys, scroll, drag) the replay waits, at most
+``wait_seconds``, for the recorded window to be the active one (titles compared without the
+``*`` of a modified document, a path by its file name, digits as one: "Untitled 2" is
+"Untitled 1"); a target that is
+not found, an action the safety gate refuses or that fails, a screen of another size for
+recorded coordinates, or the postcondition failing after ``done``: each stops the replay with a
+``Divergence`` naming the recorded step and why. With ``heal`` and a model, the rest of the task
+goes to the agent in the same run: it is given a note of what was replayed and where and why it
+diverged (a ``save_to_knowledge`` step, shown to the model on every later step), sees the
+replayed steps in its history, and carries on until ``done``; the repaired run is one folder
+that can itself be replayed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent_s.actions import (
+    Action,
+    AskUserAction,
+    CallCodeAgentAction,
+    DoneAction,
+    FailAction,
+    HighlightTextSpanAction,
+    HotkeyAction,
+    OpenAction,
+    SaveToKnowledgeAction,
+    SwitchApplicationsAction,
+    TypeAction,
+    WaitAction,
+    parse_action,
+)
+from agent_s.actions.models import ActionModel
+from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
+from agent_s.desktop.base import DesktopBackend, WindowInfo
+from agent_s.desktop.ops import Point
+from agent_s.desktop.watch import FieldReader
+from agent_s.errors import ActionParseError, AgentSError, describe_error
+from agent_s.grounding import Grounder, GroundingChain, GroundingResult, Observation
+from agent_s.grounding.locate import build_grounder, literal_point
+from agent_s.models.factory import build_provider
+from agent_s.result import (
+    Cause,
+    Ending,
+    Postcondition,
+    RunResult,
+    RunStatus,
+    error_ending,
+    final_ending,
+)
+from agent_s.safety import Approver
+from agent_s.step import Step, call_text
+from agent_s.trajectory import Trajectory, load_trajectory
+
+#: How long a step waits for its recorded window to be the active one.
+WAIT_SECONDS = 10.0
+_POLL = 0.1
+#: Grounders whose point is the model's own coordinates (or a replay's recorded point).
+_PINNED_GROUNDERS = frozenset({"native", "point", "recorded"})
+#: The model configured when replaying without one: never called (see ``_offline_model``).
+_NO_MODEL = "none (replay)"
+
+DivergenceKind = Literal[
+    "window", "not_found", "refused", "failed", "screen_size", "check", "needs_model"
+]
+ReplayStatus = Literal["replayed", "diverged", "healed", "heal_failed", "stopped"]
+
+
+class ScriptStep(BaseModel):
+    """One recorded step to replay: its number in the recording, its action (set-of-marks
+    targets already turned into the marks' text), the active window when it was recorded
+    (``"App: title"``), the screenshot's size, and per target the recorded screen point to
+    use as it is (the model's own coordinates), or None to ground the description again."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    action: Action
+    window: str | None = None
+    screen: tuple[int, int] = (0, 0)
+    pinned: tuple[tuple[int, int] | None, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return call_text(self.action)
+
+
+class Script(BaseModel):
+    """What a replay carries out: a recorded run's task and the steps that did something."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    source: str = ""  # the recorded run's folder
+    model: str = ""  # the model that recorded it
+    steps: tuple[ScriptStep, ...] = ()
+    skipped: tuple[str, ...] = ()  # recorded steps left out, and why
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where and why a replay stopped: the recorded step, its action, what happened."""
+
+    step: int
+    action: str
+    kind: DivergenceKind
+    reason: str
+
+    def describe(self) -> str:
+        return f"step {self.step} ({self.action}): {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "action": self.action, "kind": self.kind, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """How a replay went. ``run``: the new run's result (its folder, steps, model calls);
+    ``replayed``: how many recorded steps were carried out; ``healed``: the steps the agent
+    took after the divergence."""
+
+    status: ReplayStatus
+    source: str
+    run: RunResult
+    replayed: int
+    divergence: Divergence | None = None
+    healed: int = 0
+    steps: tuple[Step, ...] = field(default=(), repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("replayed", "healed") and self.run.succeeded
+
+    @property
+    def model_calls(self) -> int:
+        return self.run.model_calls
+
+    @property
+    def seconds(self) -> float:
+        return self.run.timings.total
+
+    @property
+    def trajectory_dir(self) -> Path | None:
+        return self.run.trajectory_dir
+
+    @property
+    def exit_code(self) -> int:
+        """0 replayed (or healed) and succeeded; 1 diverged or failed; the run's code for a
+        limit, a question or an interruption."""
+        if self.ok:
+            return 0
+        return self.run.exit_code or 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "source": self.source,
+            "replayed": self.replayed,
+            "healed": self.healed,
+            "divergence": self.divergence.to_json() if self.divergence else None,
+            "result": self.run.to_json(),
+        }
+
+
+# -- from a recording to a script -----------------------------------------------------------------
+
+
+def script_of(recording: Trajectory | Path | str) -> Script:
+    """The steps of a recorded run to replay: those that went well (outcome ok, or the final
+    done / fail), in order. Steps that only talked to the model (a question to the user) and
+    steps that failed or were refused are left out, each noted in ``skipped``."""
+    trajectory = recording if isinstance(recording, Trajectory) else load_trajectory(recording)
+    task = str(trajectory.run.get("task") or (trajectory.result.task if trajectory.result else ""))
+    if not task:
+        raise ValueError(f"{trajectory.folder} has no task in run.json: not a recorded run")
+    steps: list[ScriptStep] = []
+    skipped: list[str] = []
+    for recorded in trajectory.steps:
+        action = _action_of(recorded)
+        if action is None:
+            skipped.append(f"step {recorded.step}: no action")
+            continue
+        if recorded.outcome not in ("ok", "terminal"):
+            skipped.append(f"step {recorded.step}: {recorded.outcome} ({recorded.action_text})")
+            continue
+        if isinstance(action, AskUserAction):
+            skipped.append(f"step {recorded.step}: a question to the user")
+            continue
+        action, pinned = _targets_of(recorded, action)
+        steps.append(
+            ScriptStep(
+                step=recorded.step,
+                action=action,
+                window=recorded.active_window,
+                screen=recorded.screen,
+                pinned=pinned,
+            )
+        )
+    model = str(trajectory.run.get("model") or "")
+    return Script(
+        task=task,
+        source=str(trajectory.folder),
+        model=model,
+        steps=tuple(steps),
+        skipped=tuple(skipped),
+    )
+
+
+def _action_of(recorded: Step) -> Action | None:
+    if recorded.action is not None:
+        return recorded.action
+    if not recorded.action_text:
+        return None
+    try:
+        return parse_action(recorded.action_text)
+    except ActionParseError:
+        return None
+
+
+def _targets_of(
+    recorded: Step, action: Action
+) -> tuple[Action, tuple[tuple[int, int] | None, ...]]:
+    """The action with each mark replaced by the mark's text, and the recorded screen point of
+    each target given as coordinates (None for a description to ground again)."""
+    marks = {entry.number: entry for entry in recorded.marks}
+    updates: dict[str, Any] = {}
+    for description, mark, _ in action.marked:
+        number = getattr(action, mark)
+        if number is None:
+            continue
+        entry = marks.get(number)
+        text = entry.text.strip() if entry is not None else ""
+        # a mark with no words is found again at its recorded point (if the screen matches)
+        updates[mark] = None
+        updates[description] = text or f"mark {number}"
+    if updates:
+        action = _with(action, updates)
+    pinned: list[tuple[int, int] | None] = []
+    for index, target in enumerate(action.targets()):
+        grounding = recorded.grounding[index] if index < len(recorded.grounding) else None
+        coordinates = literal_point(target.text) is not None or target.text.startswith("mark ")
+        if grounding is not None and grounding.grounder in _PINNED_GROUNDERS:
+            coordinates = True
+        if coordinates and grounding is not None and grounding.point is not None:
+            pinned.append(grounding.point)
+        else:
+            pinned.append(None)
+    return action, tuple(pinned)
+
+
+def _with(action: ActionModel, updates: Mapping[str, Any]) -> Action:
+    """A copy of ``action`` with these fields changed, validated again."""
+    data = {**action.model_dump(), **updates}
+    return parse_action_data(data)
+
+
+def parse_action_data(data: Mapping[str, Any]) -> Action:
+    """An action from its JSON fields (``{"action": "click", ...}``), validated."""
+    return ScriptStep.model_validate({"step": 0, "action": dict(data)}).action
+
+
+# -- replaying ------------------------------------------------------------------------------------
+
+
+def _offline_model() -> ModelConfig:
+    """The model of a replay that has none: an address nothing listens on, never called (a step
+    that would need the model is a divergence, ``needs_model``, before it runs)."""
+    return ModelConfig("openai-compatible", _NO_MODEL, "http://127.0.0.1:9/v1", None)
+
+
+class _PinnedChain(GroundingChain):
+    """The agent's grounding chain, answering first the points a replay pins (recorded
+    coordinates, carried out as recorded)."""
+
+    def __init__(self, inner: Grounder) -> None:
+        members = inner.grounders if isinstance(inner, GroundingChain) else (inner,)
+        super().__init__(members, min_confidence=getattr(inner, "min_confidence", 0.7))
+        self.name = inner.name
+        self.pins: dict[str, tuple[Point, str]] = {}
+
+    def ground(self, expression: str, observation: Observation) -> GroundingResult:
+        pinned = self.pins.get(expression)
+        if pinned is None:
+            return super().ground(expression, observation)
+        point, evidence = pinned
+        return GroundingResult(expression, point, "recorded", 1.0, evidence)
+
+
+def _grounder(grounding: GroundingConfig) -> _PinnedChain:
+    """The grounding chain the agent would build for ``grounding`` (a grounding model when one
+    is configured); native grounding has no descriptions to ground: ``auto`` grounds them."""
+    model = None
+    settings = grounding.settings()
+    if settings is not None and grounding.mode in ("model", "auto"):
+        model = build_provider(settings)
+    mode = "auto" if grounding.mode == "native" else grounding.mode
+    return _PinnedChain(build_grounder(mode, model=model))
+
+
+_DIGITS = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+_FOLDERS = re.compile(r"(?<!\S)~?/(?:[^\s/]+/)*(?=[^\s/])")  # the folders of a path in a title
+
+
+def window_key(text: str) -> str:
+    """A window's ``"App: title"`` as compared: case folded, without a modified document's
+    ``*``, a path by its last part (``/home/ann/todo.txt`` is ``todo.txt``: another HOME,
+    another machine), runs of digits as one ``#``, white space collapsed."""
+    text = _FOLDERS.sub("", text.replace("*", " ")).casefold()
+    return _SPACE.sub(" ", _DIGITS.sub("#", text)).strip()
+
+
+def _window_name(window: WindowInfo | None) -> str | None:
+    return f"{window.app}: {window.title}" if window is not None else None
+
+
+def _acts_on_a_window(action: ActionModel) -> bool:
+    """Input that lands in the active window (not ``open``, a wait, notes or the end)."""
+    quiet = (
+        OpenAction,
+        SwitchApplicationsAction,
+        WaitAction,
+        SaveToKnowledgeAction,
+        DoneAction,
+        FailAction,
+        CallCodeAgentAction,
+    )
+    return not isinstance(action, quiet)
+
+
+class Replayer:
+    """Carries out a ``Script`` through an agent (see the module docstring)."""
+
+    def __init__(
+        self,
+        backend: DesktopBackend,
+        *,
+        model: ModelConfig | None = None,
+        settings: AgentConfig | None = None,
+        grounding: GroundingConfig | None = None,
+        heal: bool = False,
+        approver: Approver | None = None,
+        wait_seconds: float = WAIT_SECONDS,
+        on_step: Callable[[Step], None] | None = None,
+        on_divergence: Callable[[Divergence], None] | None = None,
+    ) -> None:
+        from agent_s.agent import Agent
+
+        if heal and model is None:
+            raise ValueError(
+                "--heal needs a model to hand the rest of the task to: pass --model (and "
+                "--provider, --base-url), or set AGENT_S_MODEL"
+            )
+        self.backend = backend
+        self.heal = heal
+        self.has_model = model is not None
+        self.wait_seconds = wait_seconds
+        self.on_divergence = on_divergence
+        self.grounding = grounding or GroundingConfig()
+        self.grounder = _grounder(self.grounding)
+        self.settings = settings or AgentConfig()
+        self._fields = FieldReader()
+        self.agent = Agent(
+            model or _offline_model(),
+            settings=self.settings,
+            grounding=self.grounding,
+            backend=backend,
+            grounder=self.grounder,
+            approver=approver,
+            on_step=on_step,
+        )
+
+    def run(self, script: Script, postcondition: Postcondition | None = None) -> ReplayResult:
+        """Replay ``script``; with ``heal``, the agent finishes what the replay could not."""
+        agent = self.agent
+        agent.start(script.task)
+        steps: list[Step] = []
+        replayed = 0
+        divergence: Divergence | None = None
+        try:
+            for planned in script.steps:
+                divergence = self._before(planned)
+                if divergence is None:
+                    for step in self._carry_out(planned):
+                        steps.append(step)
+                        divergence = self._after(planned, step)
+                        if divergence is not None:
+                            break
+                if divergence is not None:
+                    break
+                replayed += 1
+                if planned.action.is_terminal:
+                    ending = final_ending(planned.action, postcondition)
+                    if ending.cause != "postcondition_failed":
+                        return self._done(script, agent.end(ending), replayed, steps)
+                    reason = f"the check after done failed: {ending.reason}"
+                    divergence = Divergence(planned.step, planned.text, "check", reason)
+                    break
+            else:
+                reason = "every recorded step was replayed; the recording did not end with done"
+                run = agent.end(Ending(RunStatus.MAX_STEPS, "max_steps", reason))
+                return self._done(script, run, replayed, steps)
+            if divergence is None:  # the loop only breaks with one
+                raise RuntimeError("a replay stopped without a divergence")
+            if self.on_divergence is not None:
+                self.on_divergence(divergence)
+            if not self.heal:
+                reason = f"the replay diverged at {divergence.describe()}"
+                cause: Cause = "refused" if divergence.kind == "refused" else "replay_diverged"
+                run = agent.end(Ending(RunStatus.FAILED, cause, reason))
+                return self._done(script, run, replayed, steps, divergence)
+            return self._heal(script, replayed, steps, divergence, postcondition)
+        except BaseException as err:
+            stopped = error_ending(err)
+            if stopped is None:
+                if isinstance(err, Exception):
+                    agent.end(Ending(RunStatus.ERROR, "internal_error", describe_error(err)))
+                raise
+            run = agent.end(stopped)
+            result = self._done(script, run, replayed, steps, divergence)
+            return replace(result, status="stopped")  # a limit, Ctrl-C, the model or desktop
+
+    def _done(
+        self,
+        script: Script,
+        run: RunResult,
+        replayed: int,
+        steps: Sequence[Step],
+        divergence: Divergence | None = None,
+        healed: int = 0,
+    ) -> ReplayResult:
+        if divergence is None:
+            status: ReplayStatus = "replayed"
+        elif healed or self.heal:
+            status = "healed" if run.succeeded else "heal_failed"
+        else:
+            status = "diverged"
+        return ReplayResult(status, script.source, run, replayed, divergence, healed, tuple(steps))
+
+    # -- one step --
+
+    def _before(self, planned: ScriptStep) -> Divergence | None:
+        """What stops the step before it runs: it needs the model, its recorded coordinates
+        are for another screen size, or its window is not the active one."""
+        action = planned.action
+        if isinstance(action, CallCodeAgentAction) and not self.has_model:
+            reason = (
+                "the code agent's step needs the model: replay with --model (its code is "
+                "written again by the model) or --heal"
+            )
+            return Divergence(planned.step, planned.text, "needs_model", reason)
+        if any(p is not None for p in planned.pinned):
+            if isinstance(action, HighlightTextSpanAction):
+                reason = "a text span given as coordinates cannot be found again"
+                return Divergence(planned.step, planned.text, "screen_size", reason)
+            size = self.backend.capture().image.size
+            if planned.screen != (0, 0) and tuple(size) != tuple(planned.screen):
+                reason = (
+                    f"the model gave coordinates for a {planned.screen[0]}x{planned.screen[1]} "
+                    f"screen, this one is {size[0]}x{size[1]}: they cannot be replayed"
+                )
+                return Divergence(planned.step, planned.text, "screen_size", reason)
+        if planned.window is not None and _acts_on_a_window(action):
+            return self._await_window(planned, planned.window)
+        return None
+
+    def _await_window(self, planned: ScriptStep, window: str) -> Divergence | None:
+        """Wait (at most ``wait_seconds``) for the recorded ``window`` to be the active one."""
+        wanted = window_key(window)
+        deadline = time.monotonic() + self.wait_seconds
+        now: str | None = None
+        while True:
+            try:
+                windows = self.backend.windows()
+            except AgentSError:
+                return None  # the window list is unavailable: nothing to compare with
+            now = _window_name(next((w for w in windows if w.active), None))
+            if now is not None and window_key(now) == wanted:
+                return None
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(_POLL)
+        shown = repr(now) if now is not None else "no window"
+        reason = (
+            f"it was recorded in the window {window!r}; after {self.wait_seconds:g} s "
+            f"the active window is {shown}"
+        )
+        return Divergence(planned.step, planned.text, "window", reason)
+
+    def _carry_out(self, planned: ScriptStep) -> Iterator[Step]:
+        """The step through the agent's own step: grounded again, judged, executed, recorded.
+        Typing that ends with Enter is two steps: the text, then (once the focused field shows
+        it, when it can be read: ``_await_typed``) Enter, as a step of its own; a dialog still
+        taking the text, such as a file chooser reading the folder typed, drops an Enter that
+        comes at once."""
+        action = self._pinned(planned)
+        if isinstance(action, TypeAction) and action.text and action.enter:
+            typed = self.agent.step(given=_with(action, {"enter": False}))
+            yield typed
+            if typed.outcome != "ok":
+                return
+            self._await_typed(action.text)
+            yield self.agent.step(given=HotkeyAction(keys=("enter",)))
+            return
+        step = self.agent.step(given=action)
+        yield step
+        if step.outcome == "ok" and isinstance(action, TypeAction) and action.text:
+            self._await_typed(action.text)
+
+    def _pinned(self, planned: ScriptStep) -> Action:
+        """The step's action, each target given as recorded coordinates pinned (see
+        ``_PinnedChain``)."""
+        action = planned.action
+        self.grounder.pins.clear()
+        if any(p is not None for p in planned.pinned):
+            names = _target_fields(action)
+            updates: dict[str, Any] = {}
+            for name, point in zip(names, planned.pinned, strict=False):
+                if point is None:
+                    continue
+                expression = f"recorded point {point[0]},{point[1]} of step {planned.step}"
+                evidence = (
+                    f"the screen point recorded at step {planned.step} (the model's coordinates; "
+                    "the screen has the recorded size)"
+                )
+                self.grounder.pins[expression] = (Point(point[0], point[1]), evidence)
+                updates[name] = expression
+            action = _with(action, updates)
+        return action
+
+    def _after(self, planned: ScriptStep, step: Step) -> Divergence | None:
+        if step.outcome in ("ok", "terminal"):
+            return None
+        missing = next((g for g in step.grounding if g.point is None), None)
+        if missing is not None:
+            return Divergence(planned.step, planned.text, "not_found", step.detail)
+        safety = step.safety or {}
+        if safety and not safety.get("allowed", True):
+            return Divergence(planned.step, planned.text, "refused", step.detail)
+        return Divergence(planned.step, planned.text, "failed", step.detail or step.outcome)
+
+    def _await_typed(self, text: str) -> None:
+        """After typing, wait (at most ``wait_seconds``) until the focused field shows the
+        end of the text typed: the application may still be taking it, and the next step must
+        not run ahead of it (a model's thinking time gave it that time). A field that cannot be
+        read, or a password field, is not waited for."""
+        tail = text.strip()[-40:]
+        deadline = time.monotonic() + self.wait_seconds
+        while tail:
+            try:
+                state = self._fields.read(self.backend.windows())
+            except AgentSError:
+                return
+            if state is None or state.secret or tail in state.text:
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(_POLL)
+
+    # -- healing --
+
+    def _heal(
+        self,
+        script: Script,
+        replayed: int,
+        steps: list[Step],
+        divergence: Divergence,
+        postcondition: Postcondition | None,
+    ) -> ReplayResult:
+        """The rest of the task to the agent, in the same run (see the module docstring)."""
+        agent = self.agent
+        done = ", ".join(str(s.step) for s in script.steps[:replayed]) or "none"
+        note = (
+            f"This task is a replay of a recorded run: the recorded steps {done} were carried "
+            f"out again; then the replay diverged at recorded {divergence.describe()}. Do the "
+            "rest of the task from the screen as it is now; do not repeat what is already done."
+        )
+        steps.append(agent.step(given=SaveToKnowledgeAction(text=(note[:1000],))))
+        healed = 0
+        limit = self.settings.max_steps
+        while healed < limit:
+            step = agent.step()
+            steps.append(step)
+            healed += 1
+            if step.action is not None and step.terminal is not None:
+                run = agent.end(final_ending(step.action, postcondition))
+                return self._done(script, run, replayed, steps, divergence, healed)
+        reason = f"the agent did not finish the rest of the task in {limit} steps"
+        run = agent.end(Ending(RunStatus.MAX_STEPS, "max_steps", reason))
+        return self._done(script, run, replayed, steps, divergence, healed)
+
+
+def _target_fields(action: ActionModel) -> list[str]:
+    """The fields holding the action's targets, in ``targets()`` order."""
+    return [name for _, name in action.grounded if getattr(action, name) is not None]
+
+
+def replay(
+    run_dir: Path | str | Script,
+    backend: DesktopBackend,
+    *,
+    model: ModelConfig | None = None,
+    settings: AgentConfig | None = None,
+    grounding: GroundingConfig | None = None,
+    heal: bool = False,
+    postcondition: Postcondition | None = None,
+    approver: Approver | None = None,
+    wait_seconds: float = WAIT_SECONDS,
+    on_step: Callable[[Step], None] | None = None,
+    on_divergence: Callable[[Divergence], None] | None = None,
+) -> ReplayResult:
+    """Replay the run recorded in ``run_dir`` (or a ``Script``) on ``backend``. ``model``: only
+    for ``heal`` (and recorded code-agent steps); without one nothing can call a model.
+    ``settings.record_dir``: where the new run folder goes (None: not recorded)."""
+    script = run_dir if isinstance(run_dir, Script) else script_of(run_dir)
+    replayer = Replayer(
+        backend,
+        model=model,
+        settings=settings,
+        grounding=grounding,
+        heal=heal,
+        approver=approver,
+        wait_seconds=wait_seconds,
+        on_step=on_step,
+        on_divergence=on_divergence,
+    )
+    return replayer.run(script, postcondition)
+
+
+__all__ = [
+    "WAIT_SECONDS",
+    "Divergence",
+    "DivergenceKind",
+    "ReplayResult",
+    "ReplayStatus",
+    "Replayer",
+    "Script",
+    "ScriptStep",
+    "parse_action_data",
+    "replay",
+    "script_of",
+    "window_key",
+]

@@ -1,0 +1,235 @@
+"""Named, parameterised workflows: a successful run kept in the memory store, replayed with new
+values.
+
+    flow = Workflow.from_run("runs/run-20260101-120000-4242", "save-note")
+    flow.parameters          # {"text_1": "hello there", "file_1": "/tmp/note.txt"}
+    flow.save()              # into the memory store (agent_s.memory), with its provenance
+    Workflow.load("save-note").run({"file_1": "/tmp/other.txt"}, backend=backend)
+
+A workflow is the run's replay ``Script`` (``agent_s.replay``) with its parameters: the literal
+values of the task text (quoted text, file names and paths, numbers:
+``agent_s.memory.parameters``) that the recorded actions typed, clicked or opened. Running it
+with new values puts each value where its literal stood, in the actions' text fields, in the
+recorded window titles (a document's name) and in the task, then replays it: every target is
+grounded again, nothing asks a model unless the replay diverges and ``heal`` is on. Only the
+text fields change: a parameter never rewrites a number of clicks or a step number. A value
+with a quote, backslash or control character is refused, as is a number parameter given
+something else than a number.
+
+Only a run that succeeded can be saved; its provenance says whether a check verified it (the
+run, the date, the model, the task: ``Provenance``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
+from agent_s.desktop.base import DesktopBackend
+from agent_s.memory.entries import Provenance, Skill
+from agent_s.memory.parameters import extract_parameters, instantiate
+from agent_s.memory.store import MemoryStore, check_workflow_name
+from agent_s.replay import (
+    WAIT_SECONDS,
+    Divergence,
+    ReplayResult,
+    Script,
+    ScriptStep,
+    replay,
+    script_of,
+)
+from agent_s.result import Postcondition, RunStatus
+from agent_s.safety import Approver
+from agent_s.step import Step
+from agent_s.trajectory import load_trajectory
+
+
+class Workflow(BaseModel):
+    """A named replay script with parameters (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    script: Script
+    parameters: dict[str, str] = Field(default_factory=dict)  # name -> the literal recorded
+    provenance: Provenance
+
+    @property
+    def task(self) -> str:
+        return self.script.task
+
+    # -- making one --
+
+    @classmethod
+    def from_run(cls, run_dir: Path | str, name: str) -> Workflow:
+        """The workflow of a successful recorded run (ValueError for any other run)."""
+        check_workflow_name(name)
+        trajectory = load_trajectory(run_dir)
+        result = trajectory.result
+        if result is None or result.status is not RunStatus.SUCCEEDED:
+            status = result.status.value if result is not None else "unfinished (no result.json)"
+            raise ValueError(
+                f"{trajectory.folder} did not succeed ({status}): only a successful run can "
+                "become a workflow; save one that ended with done"
+            )
+        script = script_of(trajectory)
+        if not any(step.action.is_desktop for step in script.steps):
+            raise ValueError(f"{trajectory.folder} did nothing on the desktop: nothing to replay")
+        fields = [text for _, text in _text_fields(script)]
+        parameters = extract_parameters(script.task, json.dumps(fields, ensure_ascii=False))
+        provenance = Provenance(
+            run_id=trajectory.folder.name,
+            steps=tuple(step.step for step in script.steps),
+            model=result.model or script.model or "unknown",
+            verified=result.verified,
+            task=script.task,
+        )
+        return cls(name=name, script=script, parameters=parameters, provenance=provenance)
+
+    # -- the memory store --
+
+    def save(self, store: MemoryStore | None = None, *, replace: bool = False) -> Workflow:
+        """Keep it in the memory store (the default one unless given); a name already taken
+        is refused unless ``replace``."""
+        with _store(store) as memory:
+            memory.save_workflow(
+                self.name, self.model_dump_json(), self.provenance, replace=replace
+            )
+        return self
+
+    @classmethod
+    def load(cls, name: str, store: MemoryStore | None = None) -> Workflow:
+        """The stored workflow ``name``; KeyError naming the workflows there are."""
+        with _store(store) as memory:
+            try:
+                stored = memory.workflow(name)
+            except KeyError:
+                known = ", ".join(w.name for w in memory.workflows()) or "none yet"
+                raise KeyError(
+                    f"no workflow named {name!r} (stored: {known}); save one with agent-s "
+                    "workflow save RUN_DIR NAME"
+                ) from None
+        return cls.model_validate_json(stored.body)
+
+    @classmethod
+    def stored(cls, store: MemoryStore | None = None) -> list[Workflow]:
+        """Every stored workflow, by name."""
+        with _store(store) as memory:
+            return [cls.model_validate_json(w.body) for w in memory.workflows()]
+
+    # -- running --
+
+    def with_values(self, values: Mapping[str, str]) -> Script:
+        """The script with each parameter's literal replaced by its new value (ValueError for an
+        unknown name or an unsafe value; see the module docstring)."""
+        if not values:
+            return self.script
+        fields = _text_fields(self.script)
+        task_index = len(fields)
+        texts = (*(text for _, text in fields), self.script.task)
+        skill = Skill(
+            description=self.name,
+            language="actions",
+            actions=texts,
+            parameters=dict(self.parameters),
+        )
+        new = instantiate(skill, dict(values)).actions
+        steps = [step.model_dump(mode="json") for step in self.script.steps]
+        for (where, _), text in zip(fields, new[:task_index], strict=True):
+            index, key = where
+            if key == "window":
+                steps[index]["window"] = text
+            else:
+                steps[index]["action"][key] = text
+        rebuilt = tuple(ScriptStep.model_validate(data) for data in steps)
+        return self.script.model_copy(update={"steps": rebuilt, "task": new[task_index]})
+
+    def run(
+        self,
+        params: Mapping[str, str] | None = None,
+        *,
+        backend: DesktopBackend,
+        model: ModelConfig | None = None,
+        settings: AgentConfig | None = None,
+        grounding: GroundingConfig | None = None,
+        heal: bool = False,
+        postcondition: Postcondition | None = None,
+        approver: Approver | None = None,
+        wait_seconds: float = WAIT_SECONDS,
+        on_step: Callable[[Step], None] | None = None,
+        on_divergence: Callable[[Divergence], None] | None = None,
+    ) -> ReplayResult:
+        """Replay the workflow with ``params`` (new values by parameter name) on ``backend``
+        (see ``agent_s.replay.replay`` for the rest)."""
+        return replay(
+            self.with_values(params or {}),
+            backend,
+            model=model,
+            settings=settings,
+            grounding=grounding,
+            heal=heal,
+            postcondition=postcondition,
+            approver=approver,
+            wait_seconds=wait_seconds,
+            on_step=on_step,
+            on_divergence=on_divergence,
+        )
+
+
+def _text_fields(script: Script) -> list[tuple[tuple[int, str], str]]:
+    """Every text a parameter may stand in, in order: each step's text-valued action fields,
+    then its recorded window (``((step index, field), text)``)."""
+    found: list[tuple[tuple[int, str], str]] = []
+    for index, step in enumerate(script.steps):
+        for key, value in step.action.model_dump().items():
+            if key != "action" and isinstance(value, str) and value:
+                found.append(((index, key), value))
+        if step.window:
+            found.append(((index, "window"), step.window))
+    return found
+
+
+@contextlib.contextmanager
+def _store(given: MemoryStore | None) -> Iterator[MemoryStore]:
+    """The given store (left open), or the default one (closed afterwards)."""
+    if given is not None:
+        yield given
+        return
+    with MemoryStore() as opened:
+        yield opened
+
+
+def parse_values(pairs: Iterable[str]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs (``--set``) as a dict; ValueError naming the bad one."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {pair!r}: give KEY=VALUE, e.g. --set file_1=/tmp/new.txt")
+        values[key.strip()] = value
+    return values
+
+
+def describe(flow: Workflow) -> dict[str, Any]:
+    """The workflow for people and ``--json``: name, task, parameters, steps, provenance."""
+    prov = flow.provenance
+    return {
+        "name": flow.name,
+        "task": flow.task,
+        "parameters": dict(flow.parameters),
+        "steps": [step.text for step in flow.script.steps],
+        "source": flow.script.source,
+        "run": prov.run_id,
+        "created": prov.created.isoformat(),
+        "model": prov.model,
+        "verified": prov.verified,
+    }
+
+
+__all__ = ["Workflow", "describe", "parse_values"]
