@@ -40,6 +40,7 @@ from agent_s.actions import ActionModel, AskUserAction, CallCodeAgentAction
 from agent_s.code_agent import runner_settings, workdir_for
 from agent_s.code_runner import sandbox_problem
 from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
+from agent_s.control import RunControl
 from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.monitors import monitor_to_capture
 from agent_s.effects import subject_for_code
@@ -48,6 +49,8 @@ from agent_s.generation import generate
 from agent_s.grounding import Grounder, Located, Locator, NotLocated, Observation
 from agent_s.images import EncodedImage, encode_screenshot, history_spec
 from agent_s.manager import FAILED_ATTEMPTS_BEFORE_SWITCH, Manager, PlanReport, contained_command
+from agent_s.memory import MemoryStore
+from agent_s.memory.runmemory import RunMemory
 from agent_s.models.errors import ModelError
 from agent_s.models.factory import build_provider
 from agent_s.models.profiles import ProfileRegistry
@@ -119,6 +122,8 @@ class Agent:
         platform: OsName | None = None,
         ask_user: Callable[[str], str | None] | None = None,
         on_plan: Callable[[str, dict[str, Any]], None] | None = None,
+        control: RunControl | None = None,
+        memory: MemoryStore | None = None,
     ) -> None:
         """``approver``: asked when the safety mode wants approval; without one such actions
         are refused (see ``agent_s.safety``). ``ask_user``: answers the model's ``ask_user``
@@ -126,7 +131,10 @@ class Agent:
         ``on_retry``: a progress line per model retry. ``on_plan``: each plan, check, switch
         and replan of a planned run (``agent_s.manager``), as it happens.
         ``platform``: ``linux``, ``windows`` or ``darwin``, the OS the screens come from;
-        None: this machine's."""
+        None: this machine's. ``control``: pause, take over, hand back and stop the run from
+        another thread (``agent_s.control``). ``memory``: a memory store (``agent_s.memory``)
+        whose relevant entries the prompts show and which learns from each recorded run
+        (``settings.memory``); None, the default: no memory."""
         if platform is not None and platform not in OS_NAMES:
             raise ConfigError(
                 f"platform must be one of {', '.join(OS_NAMES)}, not {platform!r}",
@@ -138,6 +146,8 @@ class Agent:
         self.on_step = on_step
         self.ask_user = ask_user
         self.on_plan = on_plan
+        self.control = control
+        self._user_note: str | None = None  # the user acted: said in the next request
         self._backend = backend
         self._profile = (profiles or ProfileRegistry()).resolve(model.model, model.api)
         self._meter = UsageMeter(self._budget())  # one per agent, reset in place per task
@@ -171,6 +181,11 @@ class Agent:
         self._actor = Actor(
             self.settings, self._gate, self._call, secrets=self._secrets, redactor=self._redactor
         )
+        self.memory = (
+            RunMemory(memory, lambda: self.settings.memory) if memory is not None else None
+        )
+        if self.memory is not None:
+            self._actor.recall = self._code_memory
         code = self.settings.code
         if code.enabled and code.sandbox == "bwrap" and (problem := sandbox_problem()):
             raise ConfigError(
@@ -274,6 +289,7 @@ class Agent:
         self._focus: str | None = None  # a subtask's text for the worker, instead of the task
         self._subtask: str | None = None
         self._plan: PlanReport | None = None
+        self._user_note = None
         self._gate.reset()
         self._meter.reset(self._budget())
 
@@ -307,6 +323,7 @@ class Agent:
         if not self._task:
             raise RuntimeError("call start(task) before step()")
         execute = execute and not self.settings.dry_run
+        self._checkpoint()
         self._draft = _Draft(self._steps_taken + 1)
         if self._subtask is not None:
             self._draft.set(subtask=self._subtask)
@@ -370,9 +387,13 @@ class Agent:
         elif isinstance(action, AskUserAction):
             draft.set(code="WAIT")
             outcome, detail = "ok", self._ask_user(action.question)
+        elif self.control is not None and (note := self.control.before_action()):
+            self._user_note = note  # the screen it was planned on is gone
+            outcome, detail = "error", "not carried out: the user used the desktop meanwhile"
         else:
             scene = self._scene(observation, execute)
-            outcome, detail = self._actor.act(action, found.points, scene, draft)
+            with self.control.acting() if self.control else contextlib.nullcontext():
+                outcome, detail = self._actor.act(action, found.points, scene, draft)
         kind: StepOutcome = "terminal" if action.is_terminal and outcome == "ok" else outcome
         detail = self._redactor.text(detail)
         step = draft.step.ended(
@@ -409,6 +430,11 @@ class Agent:
                 snapshot, a11y = self._requests.snapshot(observation)
             if snapshot is not None:
                 messages = with_snapshot(messages, snapshot)
+        if self._user_note is not None:
+            messages, self._user_note = with_snapshot(messages, self._user_note), None
+        first = self.memory is not None and self._steps_taken == 0 and self._focus is None
+        if first and (recalled := self._recall("planner", self._task, "worker")):  # no plan
+            messages = with_snapshot(messages, recalled)
         marks = self._marks
         if marks is not None:
             listed_marks = self._redactor.text(mark_list(marks.lines(), marks.total))
@@ -422,6 +448,23 @@ class Agent:
             on_call=lambda call: draft.add(calls=[call]),
             check=lambda action: check_marks(action, marks),
         )
+
+    def _recall(self, role: str, query: str, purpose: str) -> str:
+        """``role``'s memory section for ``query`` ("" without memory or relevant entries)."""
+        if self.memory is None:
+            return ""
+        found = self.memory.section(
+            role, query, purpose, folder=self.trajectory_dir, after_step=self._steps_taken
+        )
+        return self._redactor.text(found)
+
+    def _code_memory(self, job: str) -> str:
+        return self._recall("code_agent", job, "code")
+
+    def _checkpoint(self) -> None:
+        """Between steps: wait while the run is paused or taken over (``agent_s.control``)."""
+        if self.control is not None and (note := self.control.checkpoint()):
+            self._user_note = note
 
     def _capture(self) -> Observation:
         """The screen now (the monitor the settings choose), its windows and geometry."""
@@ -506,7 +549,9 @@ class Agent:
                 if step.action is not None and step.terminal is not None:
                     dry_run = self.settings.dry_run
                     return self.end(final_ending(step.action, postcondition, dry_run=dry_run))
-                failed = failed + 1 if step.outcome == "error" else 0
+                # a refusal by the safety gate is not a failed attempt: no plan routes round it
+                refused = step.safety is not None and not step.safety.get("allowed", True)
+                failed = failed + 1 if step.outcome == "error" and not refused else 0
                 if mode == "auto" and failed >= FAILED_ATTEMPTS_BEFORE_SWITCH:
                     return self.end(self._managed("a step failed twice", postcondition))
             reason = f"the task was not finished in {limit} steps"
@@ -561,6 +606,8 @@ class Agent:
             self._writer.write_result(result)
             self._writer.close()
             self._writer = None
+        if self.memory is not None:  # after the folder is complete: it is what is learned from
+            self.memory.learn(result)
         return result
 
     def finish(
@@ -607,6 +654,7 @@ class _PlanHost:
         return today_line(day if day is not None else date.today())
 
     def ask(self, messages: Sequence[Message], purpose: str) -> ModelReply:
+        self.agent._checkpoint()
         self.agent._check_time()
         return self.agent._call(messages, purpose)
 
@@ -658,6 +706,9 @@ class _PlanHost:
             agent._writer.write_event({"event": kind, "after_step": agent._steps_taken, **data})
         if agent.on_plan is not None:
             agent.on_plan(kind, data)
+
+    def recall(self, query: str) -> str:
+        return self.agent._recall("planner", query, "plan")
 
 
 __all__ = ["Agent", "RunEnded", "Step", "StepReport", "call_text"]

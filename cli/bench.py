@@ -14,6 +14,7 @@ the running tasks are stopped and not marked done, so the same command resumes t
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,8 +33,9 @@ from agent_s.cli.bench_cache import cache as cache_command
 from agent_s.cli.helptext import Command, Group
 
 if TYPE_CHECKING:
-    from agent_s.bench.runner import Backend
+    from agent_s.bench.runner import Backend, MemoryMode
     from agent_s.bench.tasks import BadTaskFile
+    from agent_s.bestofn.judge import JudgeMode
     from agent_s.settings import Settings
 
 bench_app = typer.Typer(
@@ -144,6 +146,16 @@ def _print_bad(err: Console, bad: Sequence[BadTaskFile]) -> None:
         err.print(f"{len(bad)} task file(s) left out; the other tasks go on", highlight=False)
 
 
+def _memory_ready(path: Path) -> None:
+    """The memory file exists with the current schema; an unusable one is a usage error."""
+    from agent_s.memory import MemoryStore, MemoryStoreError
+
+    try:
+        MemoryStore(path).close()
+    except MemoryStoreError as error:
+        raise ValueError(f"--memory-db: {error}") from None
+
+
 @bench_app.command(cls=Command)
 def run(
     suite: _Suite,
@@ -188,6 +200,25 @@ def run(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+    view: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TASK_ID",
+            help="Serve a page on 127.0.0.1 showing this task's desktop live, its steps, and "
+            "Pause, Take over, Hand back and Stop (--policy agent; the URL goes to stderr).",
+        ),
+    ] = None,
+    best_of: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Attempts per task (--policy agent), each on its own desktop and scored; a "
+            "judge picks one. The summary shows single, picked and oracle success.",
+        ),
+    ] = 1,
+    judge: Annotated[
+        str, typer.Option(help="With --best-of: comparative | tournament.")
+    ] = "comparative",
     safety: Annotated[
         str | None,
         typer.Option(
@@ -206,6 +237,24 @@ def run(
         bool | None,
         typer.Option("--code-agent/--no-code-agent", help="Offer the code agent (default on)."),
     ] = None,
+    memory: Annotated[
+        str,
+        typer.Option(
+            metavar="off|frozen|fresh|learning",
+            help="Memory across tasks (--policy agent): frozen reads --memory-db and writes "
+            "nothing; fresh learns in a new store of the results folder; learning reads and "
+            "learns in --memory-db. Skills come only from tasks the evaluator scored 1.0 "
+            "(default off: runs stay reproducible).",
+        ),
+    ] = "off",
+    memory_db: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH",
+            help="The memory file for --memory frozen or learning (default: [memory] path, "
+            "else AGENT_S_MEMORY_DB, else the one agent-s run uses).",
+        ),
+    ] = None,
 ) -> None:
     """Run every task of SUITE, each on a fresh virtual desktop, and score it as OSWorld does."""
     from agent_s.bench.policies import POLICIES
@@ -221,6 +270,8 @@ def run(
         if policy not in POLICIES:
             raise typer.BadParameter(f"--policy must be one of {', '.join(POLICIES)}")
         width, height = _screen(screen)
+        if memory_db is not None and memory not in ("frozen", "learning"):
+            raise ValueError("--memory-db names the store of --memory frozen or learning")
         loaded = load_suite(suite, index=index)
         settings = None
         if policy == "agent":  # fail before any desktop starts: no model, no key
@@ -262,12 +313,27 @@ def run(
             address=address,
             eval_timeout=eval_timeout,
             references=load_references(references),
+            best_of=best_of,
+            judge=cast("JudgeMode", judge),  # RunOptions refuses any other name
+            memory=cast("MemoryMode", memory),  # RunOptions refuses any other name
+            memory_db=memory_db.expanduser() if memory_db is not None else None,
         )
+        if options.memory_db is not None:  # made (or found unusable) before any desktop starts
+            _memory_ready(options.memory_db)
     except (OSError, TaskFormatError, ConfigError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
     good, bad = loaded.load(options.domains)
     _print_bad(err, bad)
+    from agent_s.view.bench import VIEW_TASK_VAR, announce
+
+    os.environ.pop(VIEW_TASK_VAR, None)
+    if view is not None:
+        problem = _view_problem(view, [t.id for t in good], policy, backend, best_of)
+        if problem:
+            err.print(f"[red]error:[/] --view {escape(view)}: {escape(problem)}", highlight=False)
+            raise typer.Exit(2)
+        os.environ[VIEW_TASK_VAR] = view  # the workers inherit it: agent_s.view.bench
     tasks = len(good)
     state = {"done": 0, "running": 0, "score": 0.0, "scored": 0, "cost": 0.0, "resumed": 0}
     lock = threading.Lock()
@@ -285,6 +351,13 @@ def run(
         with lock:
             if event["kind"] == "start":
                 state["running"] += 1
+                if event["task"] == view:
+                    announce(
+                        options.model_folder / event["domain"] / event["task"],
+                        lambda url: progress.console.print(
+                            f"live view of {escape(str(view))}: {url}", highlight=False
+                        ),
+                    )
             else:
                 record = event["record"]
                 state["done"] += 1
@@ -365,6 +438,21 @@ def run(
     raise typer.Exit(1 if summary["overall"]["errors"] or bad else 0)
 
 
+def _view_problem(
+    task: str, ids: Sequence[str], policy: str, backend: str, best_of: int
+) -> str | None:
+    """Why ``--view TASK`` cannot be served, or None."""
+    if policy != "agent":
+        return "the live view watches the agent: use --policy agent"
+    if backend != "local":
+        return "the live view is served from this machine: use --backend local"
+    if best_of != 1:
+        return "the live view watches one attempt: leave out --best-of"
+    if task not in ids:
+        return f"no such task in the suite (of {len(ids)}; e.g. {', '.join(ids[:3])})"
+    return None
+
+
 def bench_defaults(problem: str | None) -> dict[str, Any]:
     """What ``bench run`` does unless the file, a variable or a flag says otherwise: safety mode
     auto (nobody can approve inside the harness) and model-written code under bubblewrap where
@@ -430,6 +518,15 @@ def _print_summary(out: Console, summary: dict[str, Any]) -> None:
             _num(row["mean_cost_usd"], 4),
         )
     _print_table(out, table)
+    best = summary.get("best_of")
+    if best:  # agent_s.bestofn.bench: how good the judge's picks were
+        out.print(
+            f"best of {best['attempts'] // max(best['tasks'], 1)} ({best['tasks']} tasks): "
+            f"single attempt {best['single_success']:.1%}, judge's pick "
+            f"{best['picked_success']:.1%}, oracle {best['oracle_success']:.1%}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for failure in summary["not_succeeded"]:
         reason = " ".join(str(failure.get("reason") or "").split())  # one line, every word
         reason = output.printable(reason)

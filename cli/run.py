@@ -7,7 +7,10 @@ with ``--json`` one JSON object on one line per run (JSON Lines). Without a task
 one on stderr, and again after each run, until an empty line or end of input (quitting before
 any task says "no task given" and exits 0; Ctrl-C at the prompt exits 130). Every run records
 a trajectory folder (``--record DIR``; default ``$AGENT_S_RECORD_DIR`` or
-``~/.local/share/agent-s/runs``).
+``~/.local/share/agent-s/runs``). Memory (``agent_s.memory``) is on unless ``--no-memory``
+(or ``[memory] enabled = false``, ``AGENT_S_MEMORY=off``): the prompts show relevant entries of
+earlier runs, and each run's summary, lessons and (when ``--check`` passed) skills are stored
+in ``$AGENT_S_MEMORY_DB`` or ``$XDG_DATA_HOME/agent-s/memory.sqlite3``; a dry run uses none.
 
 Safety (``--safety``, default ``confirm``): actions the mode holds are shown with the exact text
 or code and a marked screen crop, and asked about (y / n / always for this run) when stdin is a
@@ -133,6 +136,21 @@ def _desktop(
             yield backend, dict(desk.env)
 
 
+def _both(first: Any, second: Any) -> Any:
+    """A step (or plan) callback that calls both (the terminal's line, then the live view's)."""
+
+    def both(*args: Any) -> None:
+        if first is not None:
+            first(*args)
+        second(*args)
+
+    return both
+
+
+def _note(err: Console, line: str) -> None:
+    err.print(f"[dim]{_safe(line)}[/]", highlight=False, soft_wrap=True)
+
+
 def _writable_folder(folder: Path) -> None:
     """Make ``folder`` (for trajectories) or say, as a ValueError, why it cannot be one."""
     folder = folder.expanduser()
@@ -242,6 +260,16 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
         out.print(f"trajectory: {result.trajectory_dir}", highlight=False, soft_wrap=True)
 
 
+def _memory_problems(err: Console, agent: Any) -> None:
+    """What went wrong with memory in the last run (it never ends a run), once."""
+    memory = agent.memory
+    if memory is None:
+        return
+    for problem in dict.fromkeys(memory.problems):
+        err.print(f"[yellow]memory:[/] {_safe(problem)}", highlight=False, soft_wrap=True)
+    memory.problems.clear()
+
+
 def run_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
     """``run``'s settings: its defaults, the configuration file, the ``AGENT_S_*`` variables,
     then ``flags`` (``{"--model": "gpt-4o", ...}``; None: not given)."""
@@ -303,9 +331,26 @@ def run(
         typer.Option("--virtual", help="Run inside a fresh virtual desktop."),
     ] = False,
     virtual_monitors: options.VirtualMonitors = None,
+    view: Annotated[
+        bool,
+        typer.Option(
+            "--view",
+            help="With --virtual: serve a page on 127.0.0.1 showing the desktop live, the steps, "
+            "and Pause, Take over, Hand back and Stop (its URL goes to stderr).",
+        ),
+    ] = False,
+    pause_on_input: Annotated[
+        bool | None,
+        typer.Option(
+            "--pause-on-input/--no-pause-on-input",
+            help="On your own desktop: pause when you move the mouse or type, and say how to "
+            "resume (default on; a --virtual desktop is paused from --view).",
+        ),
+    ] = None,
     monitor: options.Monitor = None,
     plan: options.Plan = None,
     max_replans: options.MaxReplans = None,
+    memory: options.Memory = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -362,10 +407,27 @@ def run(
             help="Offer the code agent (default on).",
         ),
     ] = None,
+    best_of: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="With --virtual: N attempts, each on its own desktop and HOME; a judge picks "
+            "one and its files are kept (agent_s.bestofn).",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="With --best-of: attempts at once (default all).")
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="With --best-of: comparative (default) | tournament."),
+    ] = None,
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
     from agent_s.agent import Agent
+    from agent_s.control import RunControl
     from agent_s.result import CommandCheck, RunStatus
+    from agent_s.view.session import terminal_indicator, terminal_waiter, watching
 
     out, err = output.console(), output.console(stderr=True)
     try:
@@ -394,6 +456,9 @@ def run(
                 "--model-timeout": model_timeout,
             }
         )
+        if memory is not None:  # --memory/--no-memory: run's own flag, over [memory] enabled
+            switched = resolved.memory.model_copy(update={"enabled": memory})
+            resolved = resolved.model_copy(update={"memory": switched})
         model_config = resolved.build_model(options.api_key(api_key, api_key_file))
         grounding = resolved.build_grounding()
         settings = resolved.build_agent_config(dry_run=dry_run)
@@ -405,10 +470,21 @@ def run(
             if not virtual:
                 raise ValueError("--virtual-monitors sets the monitors of a --virtual desktop")
             parse_monitors(virtual_monitors)  # a bad layout exits 2 before anything starts
+        if view and not virtual:
+            raise ValueError("--view shows a --virtual desktop: add --virtual")
+        if pause_on_input and virtual:
+            raise ValueError(
+                "--pause-on-input watches your own desktop; pause a --virtual one with --view"
+            )
+        guard = not virtual and not dry_run and pause_on_input is not False
+        control = RunControl(waiter=terminal_waiter(sys.stdin, sys.stderr) if guard else None)
+        if guard:
+            control.subscribe(terminal_indicator(sys.stderr))
         if settings.record_dir is not None:
             _writable_folder(Path(settings.record_dir))
         argv = _check_argv(check)
         approver = _approver(err, settings.safety.mode)
+        store = resolved.memory.open() if not dry_run else None
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
             model_config,
             settings=settings,
@@ -418,17 +494,50 @@ def run(
             approver=approver,
             ask_user=_questioner(err),
             on_plan=lambda kind, data: _plan_line(err, kind, data),
+            memory=store,
             on_retry=lambda line: err.print(
                 f"[yellow]{_safe(line)}[/]", highlight=False, soft_wrap=True
             ),
+            control=control,
         )
     except (AgentSError, ValueError) as error:
         err.print(f"[red]error:[/] {_safe(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from error
+    if best_of is not None or workers is not None or judge is not None:
+        from agent_s.bestofn.command import run_command
+
+        key = options.api_key(api_key, api_key_file)
+        raise typer.Exit(
+            run_command(
+                out,
+                err,
+                task,
+                resolved,
+                key,
+                argv,
+                n=best_of or 0,
+                workers=workers,
+                judge=judge,
+                virtual=virtual,
+                dry_run=dry_run,
+                monitors=virtual_monitors,
+                as_json=as_json,
+                print_result=_print_result,
+                view=view,
+            )
+        )
     code = 0
     try:
-        with _desktop(virtual, err, virtual_monitors) as (backend, env):
+        with (
+            _desktop(virtual, err, virtual_monitors) as (backend, env),
+            watching(
+                control, env, view=view, guard=guard, say=lambda line: _note(err, line)
+            ) as live,
+        ):
             agent.backend = backend
+            if live is not None:
+                agent.on_step = _both(agent.on_step, live.on_step)
+                agent.on_plan = _both(agent.on_plan, live.on_plan)
             for text in _tasks(task, err):
                 err.print(
                     f"[bold]task:[/] {_safe(text)}  [dim]({_safe(model_config.model)}, "
@@ -437,9 +546,12 @@ def run(
                 )
                 postcondition = CommandCheck(argv, env=env) if argv else None
                 result = agent.run(text, postcondition=postcondition)
+                if live is not None:
+                    live.finished(result)
                 if result.status is RunStatus.CANCELLED and sys.stderr.isatty():
                     err.print()  # off the line where the terminal echoed ^C
                 _print_result(out, result, as_json)
+                _memory_problems(err, agent)
                 code = result.exit_code
                 if result.status is RunStatus.CANCELLED:
                     break

@@ -157,7 +157,9 @@ packages=(
   # the Python the venv is made from, with PyGObject (AT-SPI) and tkinter from the distribution
   python3 python3-venv python3-pip python3-gi gir1.2-atspi-2.0 python3-tk
   # applications the tests and the built-in task suite drive (rxvt-unicode and lxterminal:
-  # terminals that rendered typing code is tested in, beside xterm)
+  # terminals that rendered typing code is tested in, beside xterm). The live view (run --view)
+  # needs no package of its own (no x11vnc/noVNC: it serves frames itself); its page is tested
+  # in the chromium below, headless
   xterm rxvt-unicode lxterminal mousepad galculator gtk-3-examples libreoffice-calc libreoffice-gtk3 chromium
   fonts-dejavu-core
 )
