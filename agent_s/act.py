@@ -44,6 +44,7 @@ from agent_s.desktop.watch import (
     FieldReader,
     Glimpse,
     active,
+    await_typed,
     field_change,
     new_windows,
     window_changes,
@@ -68,6 +69,7 @@ Acted = tuple[Literal["ok", "error"], str]  # how it went, and the detail (error
 
 OPEN_WAIT = 10.0  # seconds ``open`` waits for the new window before saying none is shown yet
 _OPEN_POLL = 0.05
+ENTER_WAIT = 2.0  # seconds an Enter after typed text waits for the field to show the text
 _STALE = 0.5  # a window list older than this (an approver was asked) is read again
 # operations after which "the screen did not change" is news: input the model expected to act
 _INPUT_OPS = (ops.Click, ops.Drag, ops.Scroll, ops.Hotkey, ops.HoldAndPress, ops.TypeText)
@@ -183,7 +185,7 @@ class Actor:
                     order=backend.window_order,
                     listed=windows if fresh else None,
                 )
-                perform(backend, plan, before=guard, raised=raised)
+                perform(backend, plan, before=self._paced(guard, backend), raised=raised)
             except (ActionExecutionError, ValueError) as err:
                 log.add(errors=[f"{type(err).__name__}: {err}"])
                 failure = str(err)
@@ -206,6 +208,26 @@ class Actor:
             seen = f" (seen after it: {'; '.join(observed)})" if observed else ""
             return "error", failure + seen
         return "ok", "; ".join(observed)
+
+    def _paced(
+        self, guard: Callable[[ops.Op], None], backend: DesktopBackend
+    ) -> Callable[[ops.Op], None]:
+        """Before an Enter that follows typed text, a wait (at most ``ENTER_WAIT`` s) until
+        the focused field shows the text (the fixed pause in the plan is not always enough for
+        a dialog still taking a path; fields that cannot be read are not waited for); then,
+        before every operation, ``guard``, which judges the desktop as it is at that moment."""
+        typed: list[str] = []
+
+        def before(op: ops.Op) -> None:
+            if isinstance(op, ops.Hotkey) and op.keys == ("enter",) and typed:
+                await_typed(self.fields, backend.windows, typed.pop(), ENTER_WAIT)
+            guard(op)
+            if isinstance(op, ops.TypeText):
+                typed[:] = [op.text]
+            elif not isinstance(op, ops.Sleep):
+                typed.clear()
+
+        return before
 
     def _await_window(
         self,

@@ -66,7 +66,7 @@ from agent_s.actions.models import ActionModel
 from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 from agent_s.desktop.base import DesktopBackend, WindowInfo
 from agent_s.desktop.ops import Point
-from agent_s.desktop.watch import FieldReader
+from agent_s.desktop.watch import FieldReader, await_typed
 from agent_s.errors import ActionParseError, AgentSError, describe_error
 from agent_s.grounding import Grounder, GroundingChain, GroundingResult, Observation
 from agent_s.grounding.locate import build_grounder, literal_point
@@ -573,21 +573,9 @@ class Replayer:
 
     def _await_typed(self, text: str) -> None:
         """After typing, wait (at most ``wait_seconds``) until the focused field shows the
-        end of the text typed: the application may still be taking it, and the next step must
-        not run ahead of it (a model's thinking time gave it that time). A field that cannot be
-        read, or a password field, is not waited for."""
-        tail = text.strip()[-40:]
-        deadline = time.monotonic() + self.wait_seconds
-        while tail:
-            try:
-                state = self._fields.read(self.backend.windows())
-            except AgentSError:
-                return
-            if state is None or state.secret or tail in state.text:
-                return
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(_POLL)
+        end of the text typed (``agent_s.desktop.watch.await_typed``): the next step must not
+        run ahead of the application (a model's thinking time gave it that time)."""
+        await_typed(self._fields, self.backend.windows, text, self.wait_seconds, _POLL)
 
     # -- healing --
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from dataclasses import dataclass
 from typing import Any
@@ -204,6 +204,31 @@ def changes(before: Glimpse, after: Glimpse) -> list[str]:
     if field is not None:
         sentences.append(field)
     return sentences
+
+
+def await_typed(
+    fields: FieldReader,
+    windows: Callable[[], Sequence[WindowInfo]],
+    text: str,
+    timeout: float,
+    poll: float = 0.1,
+) -> None:
+    """After typing ``text``, wait (at most ``timeout`` s) until the focused field shows its
+    end: an application still taking the text (a GTK file dialog completing a path) drops an
+    Enter sent before it has. A field that cannot be read, a password field, or an error
+    while reading is not waited for: observing never fails an action."""
+    tail = text.strip()[-40:]
+    deadline = time.monotonic() + timeout
+    while tail:
+        try:
+            state = fields.read(windows())
+        except Exception:  # the desktop's own errors: nothing to wait for
+            return
+        if state is None or state.secret or tail in state.text:
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(poll)
 
 
 class FieldReader:
