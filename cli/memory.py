@@ -7,7 +7,8 @@
     agent-s memory export memory.jsonl   # the only way anything leaves the store
     agent-s memory import memory.jsonl
 
-The file is ``--db``, else ``$AGENT_S_MEMORY_DB``, else the user's data folder. Exit codes: 0
+The file is ``--db``, else the one ``agent-s run`` uses (``[memory] path`` of the configuration
+file, ``$AGENT_S_MEMORY_DB``, else the user's data folder). Exit codes: 0
 done, 1 an entry was not found or nothing matched, 2 usage or a file that cannot be used.
 """
 
@@ -38,7 +39,8 @@ _Db = Annotated[
     Path | None,
     typer.Option(
         "--db",
-        help="The memory file (default: agent-s/memory.sqlite3 in the user's data folder).",
+        help="The memory file (default: the one agent-s run uses: [memory] path, env "
+        "AGENT_S_MEMORY_DB, else agent-s/memory.sqlite3 in the user's data folder).",
     ),
 ]
 _Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -55,8 +57,17 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _open(db: Path | None) -> MemoryStore:
+    """``--db``, else the file ``agent-s run`` uses: ``[memory] path`` of the configuration,
+    ``$AGENT_S_MEMORY_DB``, else the user's data folder."""
+    from agent_s.config import ConfigError
     from agent_s.memory import MemoryStore, MemoryStoreError
+    from agent_s.settings import load_settings
 
+    if db is None:
+        try:
+            db = load_settings().memory.path
+        except ConfigError as error:
+            raise _fail(str(error)) from None
     try:
         return MemoryStore(db)
     except MemoryStoreError as error:
