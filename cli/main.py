@@ -20,10 +20,16 @@ from rich.markup import escape
 from agent_s import __version__
 from agent_s.cli import options, output
 from agent_s.cli.bench import bench_app
+from agent_s.cli.export import export
 from agent_s.cli.ground import ground
 from agent_s.cli.helptext import Command, Group
+from agent_s.cli.mcp import mcp
 from agent_s.cli.memory import memory_app
+from agent_s.cli.practice import practice
+from agent_s.cli.replay import replay
+from agent_s.cli.report import report
 from agent_s.cli.run import run
+from agent_s.cli.workflow import workflow_app
 
 app = typer.Typer(
     name="agent-s",
@@ -138,8 +144,14 @@ def doctor(
 
 app.command("ground", cls=Command)(ground)
 app.command("run", cls=Command)(run)
+app.command("practice", cls=Command)(practice)
+app.command("replay", cls=Command)(replay)
+app.command("export", cls=Command)(export)
+app.command("report", cls=Command)(report)
+app.command("mcp", cls=Command)(mcp)
 app.add_typer(bench_app, name="bench")
 app.add_typer(memory_app, name="memory")
+app.add_typer(workflow_app, name="workflow")
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ needs a test.
 from __future__ import annotations
 
 import ast
+import base64
 import functools
 import io
 import json
@@ -33,34 +34,41 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
 from PIL import Image
+from readme_runners import (
+    _CLEAN,
+    AGENT_S,
+    Command,
+    Scene,
+    _agent_s,
+    _model_env,
+    act,
+    export_line,
+    recorded_run_line,
+    replay_line,
+    workflow_example,
+    workflow_line,
+)
 
+from agent_s.bench.tasks import load_suite
 from agent_s.errors import WindowNotFoundError
+from agent_s.memory import MemoryStore, Skill
 from agent_s.settings import load_settings
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
+from agent_s.trajectory import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-AGENT_S = str(Path(sys.executable).parent / "agent-s")
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-LANGUAGES = ("sh", "toml", "python", "text")
-_SESSION = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_")
-    and k not in _SESSION
-    and not k.endswith("_API_KEY")
-    and k not in ("NO_COLOR", "COLUMNS")
-}
+# json: the MCP client configuration, started and used by tests/test_mcp.py
+LANGUAGES = ("sh", "toml", "python", "text", "json")
 # The benchmark scripts with their smallest options (a new script needs an entry).
 SMALLEST = {
     "scripts/bench_capture.py": ["--rounds", "1"],
@@ -92,53 +100,7 @@ def run_python(code: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
     )
 
 
-def act(code: str) -> str:
-    return f"Next step.\n```python\n{code}\n```"
-
-
 # -- the command lines ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Command:
-    """One command line of an ``sh`` block, split as the shell would split it."""
-
-    block: int  # index among the sh blocks
-    line: str
-    env: Mapping[str, str]  # NAME=VALUE words before the program
-    argv: tuple[str, ...]  # the program and its arguments (up to a && or ;)
-    chained: tuple[tuple[str, ...], ...] = field(default=())  # commands after && or ;
-
-    @property
-    def program(self) -> str:
-        return self.argv[0]
-
-    @property
-    def is_agent_s(self) -> bool:
-        return Path(self.program).name == "agent-s"
-
-    @property
-    def subcommand(self) -> tuple[str, ...]:
-        """``("run",)``, ``("bench", "run")``: the agent-s command the line invokes."""
-        args = self.argv[1:]
-        if not args:
-            return ()
-        return tuple(args[:2]) if args[0] == "bench" and len(args) > 1 else (args[0],)
-
-    def value(self, flag: str) -> str | None:
-        args = list(self.argv)
-        for index, arg in enumerate(args):
-            if arg == flag and index + 1 < len(args):
-                return args[index + 1]
-            if arg.startswith(flag + "="):
-                return arg.split("=", 1)[1]
-        return None
-
-    def flags(self) -> list[str]:
-        found = []
-        for argv in (self.argv, *self.chained):
-            found += [arg.split("=", 1)[0] for arg in argv if arg.startswith("--")]
-        return found
 
 
 def _split(block: int, line: str) -> Command:
@@ -223,6 +185,13 @@ def _repo_paths(command: Command) -> list[str]:
     return found
 
 
+@functools.cache
+def _replay_blocks() -> frozenset[int]:
+    """The sh blocks that replay, keep or export a run their own ``agent-s run`` line recorded."""
+    subs = (("replay",), ("export",), ("workflow",))
+    return frozenset(c.block for c in commands() if c.is_agent_s and c.subcommand[:1] in subs)
+
+
 def kind(command: Command) -> str:
     """How a command line is covered; "" when no rule here covers it."""
     if command.block == 0:
@@ -239,10 +208,18 @@ def kind(command: Command) -> str:
             sub == ("bench", "run") and command.value("--file-cache") is not None
         ):
             return "network"  # OSWorld's files come from the web (tests/test_bench_cache.py)
+        if sub == ("run",) and command.value("--best-of") is not None:
+            return "run best-of"
+        if sub == ("run",) and command.block in _replay_blocks():
+            return "run to replay"  # a terminal run recorded, then replayed (readme_runners.py)
+        if sub in (("replay",), ("export",)) or sub[:1] == ("workflow",):
+            return sub[0]
         if sub in (("run",), ("ground",), ("doctor",), ("bench", "check"), ("bench", "run")):
             return " ".join(sub)
         if sub == ("bench", "report"):
             return "bench report"
+        if sub in (("memory",), ("report",), ("practice",)):
+            return sub[0]
         return ""
     if (
         command.program.endswith("bin/python")
@@ -322,62 +299,6 @@ def test_network_lines_are_well_formed() -> None:
 # -- running the sh blocks ------------------------------------------------------------------------
 
 
-@dataclass
-class Scene:
-    """What a block's commands run against: the scratch folder, HOME, the test desktop."""
-
-    cwd: Path
-    home: Path
-    config: Path
-    desktop: Any
-    apps: Any
-    x11: Any
-    seen: list[tuple[str, ...]] = field(default_factory=list)  # the agent-s lines run so far
-
-
-def _model_env(command: Command, server: ScriptedModelServer) -> tuple[dict[str, str], list[str]]:
-    """The environment and argv for a line that talks to a model: the scripted server stands
-    in for the provider; the key variable stays as written."""
-    anthropic = command.value("--provider") == "anthropic"
-    url = server.base_url if anthropic else server.openai_base_url
-    argv = list(command.argv)
-    env = {**command.env}
-    if "--base-url" in argv:
-        argv[argv.index("--base-url") + 1] = url
-    else:
-        env["AGENT_S_BASE_URL"] = url
-    if command.value("--model") is None:
-        env["AGENT_S_MODEL"] = "gpt-4o"  # a configured model, as the README's [model] has it
-    return env, [AGENT_S, *argv[1:]]
-
-
-def _agent_s(
-    argv: list[str],
-    scene: Scene,
-    env: Mapping[str, str],
-    *,
-    virtual: bool = False,
-    stdin: str | None = None,
-    timeout: float = 240,
-) -> subprocess.CompletedProcess[str]:
-    base = {**_CLEAN, "HOME": str(scene.home), "AGENT_S_CONFIG": str(scene.config)}
-    if not virtual:
-        base.update(scene.desktop.env)
-        base["HOME"] = str(scene.home)
-    done = subprocess.run(
-        argv,
-        cwd=scene.cwd,
-        env={**base, **env, "COLUMNS": "120"},
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr
-    return done
-
-
 def _run_line(command: Command, scene: Scene) -> None:
     """``agent-s run``: the scripted model finishes the task (through the code agent when a
     ``--check test -f PATH`` must pass); the result is the one the README describes."""
@@ -424,6 +345,30 @@ def _run_line(command: Command, scene: Scene) -> None:
     if made is not None:  # the check passed on the run's desktop, where the file was made
         assert made.startswith("~/")
         assert not (scene.home / made[2:]).exists()
+
+
+def _best_of_line(command: Command, scene: Scene) -> None:
+    """``agent-s run --best-of N``: each attempt says done at once, and the judge (told apart
+    by its system prompt) picks the last attempt; its HOME is the one handed back."""
+    n = int(command.value("--best-of") or 0)
+
+    def script(request: RecordedRequest) -> Step:
+        if "You judge the work of an agent" in json.dumps(request.body):
+            return reply(f"ATTEMPT: {n}\nREASON: its narrative shows the task done")
+        return reply(act('agent.done(answer="done")'))
+
+    with ScriptedModelServer(script) as server:
+        env, argv = _model_env(command, server)
+        done = _agent_s(argv, scene, env, virtual=True, timeout=400)
+        judged = [r for r in server.requests if "You judge" in json.dumps(r.body)]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("succeeded:"), done.stdout
+    assert f"picked attempt {n} of {n} (comparative)" in done.stdout, done.stdout
+    assert len(judged) == 1
+    assert len(server.requests) == n + 1
+    files = re.search(r"^files: (.+)$", done.stdout, re.MULTILINE)
+    assert files, done.stdout
+    assert Path(files[1]).is_dir()
 
 
 def _ground_line(command: Command, scene: Scene) -> None:
@@ -480,12 +425,113 @@ def _bench_line(command: Command, scene: Scene) -> None:
     if sub == ("bench", "check"):
         assert re.search(r"smoke: (\d+) of \1 tasks can run here", done.stdout), done.stdout
     elif sub == ("bench", "run"):
-        assert re.search(r"^ overall\s+6\s+6\s", done.stdout, re.MULTILINE), done.stdout
-        assert ("resumed: skipped 6 of 6 tasks" in done.stderr) == again, done.stderr
+        n = len(load_suite("smoke"))  # the README shows the same count
+        assert re.search(rf"^ overall\s+{n}\s+{n}\s", done.stdout, re.MULTILINE), done.stdout
+        assert (f"resumed: skipped {n} of {n} tasks" in done.stderr) == again, done.stderr
     else:
         assert "run: " in done.stdout, done.stdout
         assert " overall " in done.stdout, done.stdout
     scene.seen.append(command.argv)
+
+
+def _memory_line(command: Command, scene: Scene) -> None:
+    """``agent-s memory``: what the ``agent-s run --check`` line above stored in HOME's data
+    folder: a verified skill (the code that passed the check), listed, found, exported."""
+    # no desktop needed: HOME alone says where the memory file is
+    done = _agent_s([AGENT_S, *command.argv[1:]], scene, command.env, virtual=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    action = command.argv[2]  # agent-s memory ACTION ...
+    if action in ("list", "search"):
+        skill = re.compile(r"^\s*\d+\s+skill\s+bash: .*, verified\]", re.MULTILINE)
+        assert skill.search(done.stdout), done.stdout
+    elif action == "export":
+        lines = (scene.cwd / command.argv[3]).read_text().splitlines()
+        exported = [json.loads(line) for line in lines]
+        skills = [e for e in exported if e["kind"] == "skill"]
+        assert skills, exported
+        assert all(e["provenance"]["verified"] and e["sha256"] for e in skills)
+        assert {e["kind"] for e in exported} >= {"run", "lesson", "skill"}
+    else:
+        raise AssertionError(f"no check for {command.line}")
+
+
+def _report_line(command: Command, scene: Scene) -> None:
+    """``agent-s report RUN_DIR``: the README names one folder as ``run`` prints it; here it
+    is the one the ``agent-s run`` line above recorded in HOME. The page shows each step's
+    screenshot: beside the page, copied next to ``--out``, or inside it with ``--embed``."""
+    given = positional(command)
+    assert (given or "").startswith("~/.local/share/agent-s/runs/run-"), command.line
+    made = sorted((scene.home / ".local/share/agent-s/runs").glob("run-*"))
+    assert made, f"no agent-s run line above {command.line} recorded a run"
+    folder = made[-1]
+    argv = [AGENT_S, *(str(folder) if a == given else a for a in command.argv[1:])]
+    done = _agent_s(argv, scene, command.env, virtual=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = command.value("--out")
+    page = scene.cwd / out if out else folder / "report.html"
+    assert (scene.cwd / done.stdout.strip()).resolve() == page.resolve(), done.stdout
+    html = page.read_text()
+    shots = [s.screenshot for s in load_trajectory(folder).steps if s.screenshot]
+    assert shots
+    sources = re.findall(r'<img[^>]* src="([^"]+)"', html)
+    if "--embed" in argv:
+        embedded = [s for s in sources if s.startswith("data:image/png;base64,")]
+        assert len(embedded) >= len(shots), sources
+        picture = Image.open(io.BytesIO(base64.b64decode(embedded[0].split(",", 1)[1])))
+        with Image.open(folder / str(shots[0])) as first:
+            assert picture.convert("RGB").tobytes() == first.convert("RGB").tobytes()
+        return
+    for shot in shots:  # each step's screenshot, byte for byte, where the page looks for it
+        name = Path(str(shot)).name
+        found = [s for s in sources if Path(s).name == name]
+        assert found, (name, sources)
+        assert (page.parent / found[0]).read_bytes() == (folder / str(shot)).read_bytes()
+
+
+def _practice_line(command: Command, scene: Scene) -> None:
+    """``agent-s practice xterm --tasks 3``: the scripted model proposes a task whose check
+    already passes (rejected on the untouched desktop), one the agent does (its check passes:
+    a verified skill) and one it gives up on (unverified lessons, no skill)."""
+    assert (positional(command), command.value("--tasks")) == ("xterm", "3"), command.line
+    hello = "In the terminal, create the file ~/hello.txt holding the single line hello"
+    typed = "echo hello > ~/hello.txt"
+    bye = "In the terminal, create the file ~/bye.txt holding the single line bye"
+
+    def proposal(task: str, check: dict[str, Any], difficulty: int) -> Step:
+        body = {"task": task, "difficulty": difficulty, "check": check}
+        return reply("A task.\n```json\n" + json.dumps(body) + "\n```")
+
+    script = [
+        proposal("Check that the home folder exists and say so", {"argv": ["test", "-d", "~"]}, 1),
+        proposal(hello, {"argv": ["grep", "-qx", "hello", "~/hello.txt"]}, 2),
+        reply(act(f'agent.type(text="{typed}", enter=True)')),
+        reply(act("agent.done()")),
+        proposal(bye, {"bash": 'test "$(cat ~/bye.txt)" = bye'}, 2),
+        reply(act('agent.fail(reason="the terminal does not answer")')),
+    ]
+    with ScriptedModelServer(script) as server:
+        env, argv = _model_env(command, server)
+        done = _agent_s(argv, scene, env, virtual=True, timeout=600)
+        asked = len(server.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert asked == len(script)
+    out = done.stdout
+    assert out.startswith("practice xterm (xterm): tasks: all 3 tasks were proposed"), out
+    assert "3 proposed, 1 rejected (0 with no usable proposal), 2 attempted, 1 passed" in out
+    statuses = re.findall(r"^ +\d+ (\w+) ", out, re.MULTILINE)  # a line per task
+    assert statuses == ["rejected", "passed", "failed"], out
+    learned = re.search(r"^learned: skills ([\d, ]+); lessons ([\d, ]+)$", out, re.MULTILINE)
+    assert learned, out
+    with MemoryStore(scene.home / ".local/share/agent-s/memory.sqlite3") as store:
+        entries = {e.id: e for e in store.entries()}
+    skills = [e for e in entries.values() if isinstance(e.body, Skill)]
+    assert [str(e.id) for e in skills] == learned[1].split(", ")
+    (skill,) = skills
+    assert (skill.provenance.verified, skill.provenance.task) == (True, hello)
+    assert isinstance(skill.body, Skill)
+    assert skill.body.actions == (f"agent.type(text='{typed}', enter=True)",)
+    lessons = [entries[int(i)] for i in learned[2].split(", ")]
+    assert {e.provenance.task: e.provenance.verified for e in lessons} == {hello: True, bye: False}
 
 
 def _script_line(command: Command, scene: Scene) -> None:
@@ -500,12 +546,20 @@ def _script_line(command: Command, scene: Scene) -> None:
 
 RUNNERS: dict[str, Callable[[Command, Scene], None]] = {
     "run": _run_line,
+    "run best-of": _best_of_line,
     "ground": _ground_line,
     "doctor": _doctor_line,
     "bench check": _bench_line,
     "bench run": _bench_line,
     "bench report": _bench_line,
     "script": _script_line,
+    "memory": _memory_line,
+    "report": _report_line,
+    "practice": _practice_line,
+    "run to replay": recorded_run_line,
+    "replay": replay_line,
+    "workflow": workflow_line,
+    "export": export_line,
 }
 # Checked above, not run here: what CI runs itself, what needs the network or a Ray cluster.
 CHECKED_ONLY = ("ci", "network", "cluster")
@@ -566,6 +620,7 @@ _PYTHON = {
     "compat": "AgentS3(",
     "actions": "parse_action(",
     "desktop": "VirtualDesktop(",
+    "workflow": "Workflow.load(",
 }
 
 
@@ -639,3 +694,16 @@ def test_the_compat_example_returns_pyautogui_code(tmp_path: Path, desktop: Any)
     actions = ast.literal_eval(done.stdout.strip())  # the example prints the list
     assert actions == ["import pyautogui\npyautogui.hotkey('ctrl', 's')"], actions
     assert "save the document" in json.dumps(request.body)
+
+
+def test_the_workflow_example_runs_it_with_new_values(
+    tmp_path: Path, desktop: Any, apps: Any, x11: Any
+) -> None:
+    (home := tmp_path / "home").mkdir()
+    (cwd := tmp_path / "cwd").mkdir()
+    (config := tmp_path / "config.toml").write_text("")
+    scene = Scene(cwd, home, config, desktop, apps, x11)
+    for command in commands():  # the run recorded and saved as the sh block above it does
+        if kind(command) == "run to replay" or command.subcommand == ("workflow", "save"):
+            RUNNERS[kind(command)](command, scene)
+    workflow_example(python_example("workflow"), scene)

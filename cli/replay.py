@@ -1,0 +1,265 @@
+"""``agent-s replay RUN_DIR``: carry out a recorded run again on the live desktop.
+
+Every target is grounded again on the screen as it is now (``agent_s.replay``); no model is
+asked unless the replay diverges and ``--heal`` hands the rest of the task to the agent (a
+model configured as for ``agent-s run``). A line per step goes to stderr; stdout holds the
+result: ``replayed``, ``diverged at step N (...)`` with the reason, or ``healed``, the steps and
+model calls, and the new run's folder (``--json``: one JSON object). Exit codes: 0 replayed (or
+healed) and succeeded, 1 diverged or failed, 2 usage, 3 a limit, 130 interrupted.
+
+The options shared with ``agent-s workflow run`` are here (``ReplayOptions``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from agent_s.cli import options, output
+from agent_s.errors import AgentSError
+
+if TYPE_CHECKING:
+    from agent_s.replay import ReplayResult, Script
+
+Heal = Annotated[
+    bool,
+    typer.Option(
+        "--heal",
+        help="Where the replay diverges, hand the rest of the task to the agent (needs a model).",
+    ),
+]
+Virtual = Annotated[bool, typer.Option("--virtual", help="Replay inside a fresh virtual desktop.")]
+Record = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder for the new run's folder (default ~/.local/share/agent-s/runs; env "
+        "AGENT_S_RECORD_DIR)."
+    ),
+]
+Safety = Annotated[
+    str | None,
+    typer.Option(
+        help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
+    ),
+]
+Check = Annotated[
+    str | None, typer.Option(help="A command run after done; exit status 0 = verified.")
+]
+Wait = Annotated[
+    float,
+    typer.Option(min=0.0, help="Seconds a step waits for its recorded window (default 10)."),
+]
+MaxSteps = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Steps the agent may take when healing: the run's step limit (default 30; env "
+        "AGENT_S_MAX_STEPS).",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What ``replay`` and ``workflow run`` share, as given on the command line."""
+
+    heal: bool = False
+    virtual: bool = False
+    record: Path | None = None
+    safety: str | None = None
+    check: str | None = None
+    wait: float = 10.0
+    max_steps: int | None = None
+    as_json: bool = False
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_file: str | None = None
+    ground: str | None = None
+    ground_url: str | None = None
+    ground_model: str | None = None
+
+
+def _safe(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(output.printable(text))
+
+
+def _fail(err: Console, message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/] {_safe(message)}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def run_script(script: Script, given: ReplayOptions) -> None:
+    """Replay ``script`` as the options say, print the result and exit with its code."""
+    from agent_s.cli.run import (
+        _approver,
+        _check_argv,
+        _desktop,
+        _step_line,
+        _writable_folder,
+        run_settings,
+    )
+    from agent_s.replay import Replayer
+    from agent_s.result import CommandCheck
+
+    out, err = output.console(), output.console(stderr=True)
+    flags: Mapping[str, Any] = {
+        "--provider": given.provider,
+        "--model": given.model,
+        "--base-url": given.base_url,
+        "--ground": given.ground,
+        "--ground-url": given.ground_url,
+        "--ground-model": given.ground_model,
+        "--record": given.record,
+        "--safety": given.safety,
+        "--max-steps": given.max_steps,
+    }
+    try:
+        resolved = run_settings(flags)
+        model = None
+        if resolved.model.name:  # a model is needed only to heal (or for a code-agent step)
+            model = resolved.build_model(options.api_key(given.api_key, given.api_key_file))
+        elif given.heal:
+            raise ValueError(
+                "--heal needs a model to hand the rest of the task to: pass --model NAME "
+                "(and --provider, --base-url) or set AGENT_S_MODEL; or replay without --heal"
+            )
+        grounding = resolved.build_grounding()
+        settings = resolved.build_agent_config()
+        if settings.record_dir is not None:
+            _writable_folder(Path(settings.record_dir))
+        argv = _check_argv(given.check)
+        approver = _approver(err, settings.safety.mode)
+    except (AgentSError, ValueError) as error:
+        raise _fail(err, str(error)) from error
+    err.print(
+        f"[bold]replay:[/] {_safe(script.task)}  [dim]({len(script.steps)} steps from "
+        f"{_safe(script.source or 'a workflow')})[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
+    try:
+        with _desktop(given.virtual, err) as (backend, env):
+            replayer = Replayer(
+                backend,
+                model=model,
+                settings=settings,
+                grounding=grounding,
+                heal=given.heal,
+                approver=approver,
+                wait_seconds=given.wait,
+                on_step=lambda step: _step_line(err, step),
+                on_divergence=lambda d: err.print(
+                    f"[yellow]diverged at {_safe(d.describe())}[/]"
+                    + (" [dim]- the agent takes over[/]" if given.heal else ""),
+                    highlight=False,
+                    soft_wrap=True,
+                ),
+            )
+            postcondition = CommandCheck(argv, env=env) if argv else None
+            result = replayer.run(script, postcondition)
+    except (AgentSError, ValueError) as error:
+        raise _fail(err, str(error)) from error
+    except KeyboardInterrupt as error:
+        err.print("\ninterrupted", style="yellow", highlight=False)
+        raise typer.Exit(130) from error
+    print_result(out, result, given.as_json, given.heal)
+    raise typer.Exit(result.exit_code)
+
+
+def print_result(out: Console, result: ReplayResult, as_json: bool, heal: bool) -> None:
+    if as_json:
+        out.file.write(json.dumps(result.to_json()) + "\n")
+        out.file.flush()
+        return
+    run = result.run
+    divergence = result.divergence
+    if result.status == "replayed":
+        head = f"[green]replayed[/]: {result.replayed} steps, {_safe(run.reason)}"
+    elif result.status == "healed":
+        head = f"[green]healed[/]: {result.replayed} steps replayed, {result.healed} by the agent"
+    elif result.status == "stopped":
+        head = f"[yellow]stopped[/]: {_safe(run.reason)}"
+    else:
+        head = f"[red]{result.status}[/]: {_safe(run.reason)}"
+    out.print(head, highlight=False, soft_wrap=True)
+    if divergence is not None and result.status != "diverged":
+        out.print(f"diverged at {_safe(divergence.describe())}", highlight=False, soft_wrap=True)
+    if result.status == "diverged" and not heal:
+        out.print(
+            "fix: make the desktop look as it did when the run was recorded (open the window "
+            "the step names), or replay with --heal and a model to let the agent finish it",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if run.postcondition is not None:
+        mark = "passed" if run.postcondition.passed else "failed"
+        out.print(f"check {mark}: {_safe(run.postcondition.detail)}", highlight=False)
+    out.print(
+        f"{run.steps} steps, {run.model_calls} model calls, {run.usage.total_tokens} tokens, "
+        f"{run.timings.total:.1f} s",
+        highlight=False,
+    )
+    if run.trajectory_dir:
+        out.print(f"trajectory: {run.trajectory_dir}", highlight=False, soft_wrap=True)
+
+
+def replay(
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="The recorded run's trajectory folder.")
+    ],
+    heal: Heal = False,
+    virtual: Virtual = False,
+    record: Record = None,
+    safety: Safety = None,
+    check: Check = None,
+    wait: Wait = 10.0,
+    max_steps: MaxSteps = None,
+    as_json: AsJson = False,
+    provider: options.Provider = None,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    api_key: options.ApiKey = None,
+    api_key_file: options.ApiKeyFile = None,
+    ground: options.Ground = None,
+    ground_url: options.GroundUrl = None,
+    ground_model: options.GroundModel = None,
+) -> None:
+    """Carry out a recorded run again, grounding every target on the screen as it is now;
+    no model is asked unless --heal takes over where it diverges."""
+    from agent_s.replay import script_of
+
+    err = output.console(stderr=True)
+    try:
+        script = script_of(run_dir)
+    except (OSError, ValueError) as error:
+        raise _fail(err, f"{error} (give the folder agent-s run printed as trajectory:)") from error
+    given = ReplayOptions(
+        heal,
+        virtual,
+        record,
+        safety,
+        check,
+        wait,
+        max_steps,
+        as_json,
+        provider,
+        model,
+        base_url,
+        api_key,
+        api_key_file,
+        ground,
+        ground_url,
+        ground_model,
+    )
+    run_script(script, given)
