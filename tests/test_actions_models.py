@@ -31,7 +31,7 @@ from agent_s.actions import (
     action_catalogue,
     action_json_schema,
 )
-from agent_s.actions.models import ENTER_PAUSE
+from agent_s.actions.models import ENTER_PAUSE, NAME_BOX_PAUSE
 from agent_s.desktop import ops
 
 P, Q = ops.Point(10, 20), ops.Point(300, 400)
@@ -199,6 +199,7 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     def goto(ref: str) -> list[ops.Op]:
         return [
             ops.Hotkey(("ctrl", "shift", "f5")),
+            ops.Sleep(NAME_BOX_PAUSE),  # the Name Box takes a moment to take keys
             ops.TypeText(f"$'It''s data'.{ref}"),
             ops.Hotkey(("enter",)),
             ops.Hotkey(("delete",)),
@@ -207,6 +208,7 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     edit, commit = [ops.Hotkey(("f2",))], [ops.Hotkey(("delete",)), ops.Hotkey(("enter",))]
     assert action.plan([]) == [
         ops.Activate("budget.ods"),
+        ops.Sleep(NAME_BOX_PAUSE),
         *goto("B3"),
         *edit,
         ops.TypeText("he"),
@@ -232,8 +234,9 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
         *commit,
     ]
     plain = SetCellValuesAction(cell_values={"A1": False, "A2": ""}, app_name="Calc")
-    assert plain.plan()[1:4] == [
+    assert plain.plan()[2:6] == [
         ops.Hotkey(("ctrl", "shift", "f5")),
+        ops.Sleep(NAME_BOX_PAUSE),
         ops.TypeText("A1"),
         ops.Hotkey(("enter",)),
     ]

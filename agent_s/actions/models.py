@@ -49,6 +49,8 @@ OsName = Literal["linux", "windows", "darwin"]
 PLATFORMS: tuple[OsName, ...] = ("linux", "windows", "darwin")
 #: seconds between typed text and the Enter after it (GTK's file dialog drops one sent 50 ms after)
 ENTER_PAUSE = 0.25
+#: seconds between raising Calc or focusing its Name Box and typing a cell reference into it
+NAME_BOX_PAUSE = 0.3
 
 
 def primary_modifier(os: OsName) -> str:
@@ -447,7 +449,9 @@ class SetCellValuesAction(ActionModel):
     def _plan_on(self, points: list[ops.Point], os: OsName) -> list[ops.Op]:
         # LibreOffice on macOS puts its ctrl shortcuts on command ("Command+Shift+F5").
         mod = primary_modifier(os)
-        plan: list[ops.Op] = [ops.Activate(self.app_name)]
+        # Calc takes a moment after it is raised, and after ctrl+shift+F5, before keys reach
+        # the Name Box: sent at once, the reference lands in the cell under the cursor
+        plan: list[ops.Op] = [ops.Activate(self.app_name), ops.Sleep(NAME_BOX_PAUSE)]
         prefix = ""
         if self.sheet_name is not None:
             # Calc's own syntax for a cell of another sheet: $'Sheet name'.B3 ('' inside quotes).
@@ -457,7 +461,8 @@ class SetCellValuesAction(ActionModel):
             # desktop: the box gets focus with its text selected; typing a reference and Enter
             # moves the cell cursor there, on another sheet too). It avoids F5 (the Navigator)
             # and does not depend on where the cursor was, unlike ctrl+Home plus arrow keys.
-            plan += [ops.Hotkey((mod, "shift", "f5")), ops.TypeText(prefix + ref)]
+            plan += [ops.Hotkey((mod, "shift", "f5")), ops.Sleep(NAME_BOX_PAUSE)]
+            plan.append(ops.TypeText(prefix + ref))
             # Delete empties the selected cell. F2 then edits it: typing into a cell that is only
             # selected would replace whatever an earlier paste (non-ASCII text) put there.
             plan += [ops.Hotkey(("enter",)), ops.Hotkey(("delete",))]
