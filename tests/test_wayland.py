@@ -569,7 +569,14 @@ def test_open_file_uses_its_default_application(
 
 
 @_marks
-def test_a_wayland_desktop_stops_everything_it_started(tmp_path: Path) -> None:
+def test_a_wayland_desktop_stops_everything_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A machine that names a locale it lacks (CI machines often do): foot refuses to start in
+    # it ("setlocale() failed"); the desktop's programs get one the machine has instead.
+    monkeypatch.setenv("LANG", "en_ZZ.UTF-8")
+    monkeypatch.setenv("LC_CTYPE", "en_ZZ.UTF-8")
+    monkeypatch.delenv("LC_ALL", raising=False)
     desk = VirtualDesktop(800, 600, home="temp", kind="wayland").start()
     try:
         assert desk.kind == "wayland"

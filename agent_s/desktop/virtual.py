@@ -47,6 +47,7 @@ from agent_s.desktop._watchdog import (
     write_state,
 )
 from agent_s.desktop.base import Monitor
+from agent_s.desktop.locales import session_locale
 from agent_s.errors import DesktopSetupError
 from agent_s.redact import without_secrets
 
@@ -439,6 +440,7 @@ class VirtualDesktop:
         env = without_secrets(os.environ)  # the desktop's programs never see the agent's keys
         for key in HOST_SESSION_VARS:
             env.pop(key, None)
+        session_locale(env)  # a locale the machine lacks stops some programs from starting
         env[_MARKER] = self._token
         env["XDG_SESSION_TYPE"] = "x11"
         if self._window_manager:  # what the agent's prompt names as the desktop
