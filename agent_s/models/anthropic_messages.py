@@ -28,8 +28,7 @@ from agent_s.models._common import (
 )
 from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, Refused
-from agent_s.models.openai_chat import output_limit
-from agent_s.models.profiles import ModelProfile
+from agent_s.models.profiles import ModelProfile, output_limit
 from agent_s.models.retry import request_timeout
 from agent_s.models.types import ImagePart, ModelReply, ModelRequest, Usage
 

@@ -28,7 +28,7 @@ from agent_s.models._common import (
 )
 from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.errors import MalformedResponse, OutputTruncated, Refused
-from agent_s.models.profiles import ModelProfile
+from agent_s.models.profiles import ModelProfile, output_limit
 from agent_s.models.retry import request_timeout
 from agent_s.models.types import (
     ImagePart,
@@ -54,13 +54,6 @@ def openai_client(settings: ProviderSettings, **extra: Any) -> openai.OpenAI:
     if settings.endpoint.is_azure:  # Azure's v1 endpoint reads the key from "api-key"
         kwargs["default_headers"] = {"api-key": kwargs["api_key"]}
     return openai.OpenAI(**kwargs, **extra)
-
-
-def output_limit(request: ModelRequest, profile: ModelProfile) -> int:
-    """The request's output-token limit, capped by the profile; the profile's when unset."""
-    if request.max_output_tokens is None:
-        return profile.max_output_tokens
-    return max(1, min(request.max_output_tokens, profile.max_output_tokens))
 
 
 class OpenAIChatProvider:

@@ -22,10 +22,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from agent_s.images import ImageFormat, ImageSpec
 from agent_s.models.errors import ProfileConfigError
+
+if TYPE_CHECKING:
+    from agent_s.models.types import ModelRequest
 from agent_s.models.types import Usage
 
 ApiKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_compatible"]
@@ -364,6 +367,13 @@ def load_profiles(
         raise ProfileConfigError(str(err)) from err
 
 
+def output_limit(request: ModelRequest, profile: ModelProfile) -> int:
+    """The request's output-token limit, capped by the profile; the profile's when unset."""
+    if request.max_output_tokens is None:
+        return profile.max_output_tokens
+    return max(1, min(request.max_output_tokens, profile.max_output_tokens))
+
+
 __all__ = [
     "API_DEFAULTS",
     "BUILTIN_PROFILES",
@@ -374,5 +384,6 @@ __all__ = [
     "ProfileRegistry",
     "ThinkingType",
     "load_profiles",
+    "output_limit",
     "registry_from_dict",
 ]
