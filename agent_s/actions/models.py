@@ -50,7 +50,7 @@ PLATFORMS: tuple[OsName, ...] = ("linux", "windows", "darwin")
 #: seconds between typed text and the Enter after it (GTK's file dialog drops one sent 50 ms after)
 ENTER_PAUSE = 0.25
 #: seconds between raising Calc or focusing its Name Box and typing a cell reference into it
-NAME_BOX_PAUSE = 0.3
+NAME_BOX_PAUSE = 0.6
 
 
 def primary_modifier(os: OsName) -> str:
