@@ -18,9 +18,8 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 
-from agent_s.cli.output import printable
+from agent_s.cli.output import ask_line, printable
 from agent_s.safety import RUN_CODE, Approval, ApprovalRequest
 
 _ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
@@ -60,7 +59,7 @@ class CliApprover:
         user: str | None = None,
     ) -> None:
         self.console = console
-        self.read_line = read_line or (lambda prompt: console.input(Text(prompt)))
+        self.read_line = read_line or (lambda prompt: ask_line(console, prompt))
         self.image_dir = image_dir
         self.user = user or _user()
 

@@ -10,9 +10,12 @@ text from outside (the model, a model server, the screen) safe to show on a term
 from __future__ import annotations
 
 import os
+import select
+import sys
 import unicodedata
 
 from rich.console import Console
+from rich.text import Text
 
 # how a control or format character is written out; any other is written as <U+XXXX>
 _NAMES = {"\x1b": "␛", "\r": "␍", "\t": "⇥", "\x00": "␀", "\x07": "␇", "\x08": "␈", "\x7f": "␡"}
@@ -29,6 +32,28 @@ def console(*, stderr: bool = False) -> Console:
     if no_color():  # as if writing to a file: rich draws nothing live
         return Console(stderr=stderr, color_system=None, no_color=True, force_terminal=False)
     return Console(stderr=stderr)
+
+
+def ask_line(console: Console, prompt: str) -> str:
+    """Show ``prompt`` on ``console`` and read one line from stdin (EOFError at its end).
+
+    Ctrl-C must end the wait at once. Python checks for a signal only between bytecodes: one
+    that arrives after the prompt is printed and before ``input()`` blocks in read(2) is noted
+    but not acted on until a line comes, so the prompt would ignore that Ctrl-C. Waiting in
+    short ``select`` slices until a line (or the end) is there closes that gap."""
+    console.print(Text(prompt), end="")
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: nothing to wait on
+        fd = -1
+    while fd >= 0:
+        try:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+        except (OSError, ValueError):  # not selectable: read as usual
+            break
+        if ready:
+            break
+    return input()
 
 
 def printable(text: str, *, keep: str = "\n") -> str:

@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 
 from agent_s.cli import options, output
 from agent_s.errors import AgentSError
@@ -191,7 +190,7 @@ def _tasks(task: str | None, err: Console) -> Iterator[str]:
     given = 0
     while True:
         try:
-            asked = err.input(Text("Task (empty line to quit): "))
+            asked = output.ask_line(err, "Task (empty line to quit): ")
         except EOFError:
             err.print()  # end the prompt's line
             asked = ""
@@ -218,7 +217,7 @@ def _questioner(err: Console) -> Any:
     def ask(question: str) -> str | None:
         err.print(f"[bold]the agent asks:[/] {_safe(question)}", highlight=False, soft_wrap=True)
         try:
-            return err.input(Text("Your answer (empty line: no answer, the run stops): "))
+            return output.ask_line(err, "Your answer (empty line: no answer, the run stops): ")
         except EOFError:
             err.print()
             return None
