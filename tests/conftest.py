@@ -53,9 +53,55 @@ NO_XVFB = (
 )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``pytest`` with no arguments (or with folders) runs on several worker processes, each
+    with its own virtual desktop: a desktop test mostly waits for an application, so one more
+    worker than cores keeps the cores busy. Chosen tests (a file, a test id, ``-k``) run in
+    this process. ``-n N`` on the command line, or PYTEST_XDIST_AUTO_NUM_WORKERS, decides
+    instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    chosen = config.args_source is pytest.Config.ArgsSource.ARGS and not all(
+        Path(arg).is_dir() for arg in config.args
+    )
+    if chosen or config.getoption("keyword") or config.getoption("markexpr"):
+        return 0
+    return min(4, (os.cpu_count() or 1) + 1)
+
+
+# The files that take longest (measured with --durations=0), longest first: the workers take
+# whole files (--dist loadfile, so a file's tests run in order on one desktop) in collection
+# order, and starting with the long ones leaves no worker alone with one at the end.
+_LONGEST_FIRST = (
+    "test_osworld_reference.py",  # only with scripts/setup.sh --bench-apps
+    "test_readme.py",
+    "test_desktop_actions.py",
+    "test_bestofn.py",
+    "test_cli_first_hour.py",
+    "test_cli_pty.py",
+    "test_packaging.py",
+    "test_bench_run.py",
+    "test_practice.py",
+    "test_report.py",
+    "test_liveview.py",
+    "test_lifecycle.py",
+    "test_safety_routes.py",
+    "test_mcp.py",
+    "test_bench_getters_dom.py",
+    "test_models_timeouts.py",
+    "test_virtual_parity.py",
+    "test_bench_gnome.py",
+    "test_memory_agent.py",
+    "test_bench_chrome.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that uses the desktop (directly or through ``x11``, ``apps``,
-    ``probe``) as ``desktop``; skip those, saying why, when Xvfb is missing."""
+    ``probe``) as ``desktop``; skip those, saying why, when Xvfb is missing. Put the
+    longest files first (``_LONGEST_FIRST``)."""
+    rank = {name: index for index, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order kept
     skip = pytest.mark.skip(reason=NO_XVFB) if shutil.which("Xvfb") is None else None
     for item in items:
         if "desktop" in getattr(item, "fixturenames", ()):
@@ -91,6 +137,25 @@ def _text_files_open_in_mousepad(home: Path) -> None:
     )
 
 
+# The session desktop, once started, with the processes it started with (its X server, window
+# manager, buses): what every test file leaves it as (``_each_file_leaves_no_program``).
+_SESSION_DESKTOP: list[tuple[VirtualDesktop, frozenset[int]]] = []
+
+
+def _mousepad_never_restores(desk: VirtualDesktop) -> None:
+    """No "restore the session?" window: mousepad ended by a test's clean-up counts as a crash,
+    and its default (session-restore 'after-a-crash') offers that session back at the next
+    start, in a window titled "Mousepad" that takes the place of the document a later test
+    (or test file, on another worker's order) opens."""
+    subprocess.run(
+        ["gsettings", "set", "org.xfce.mousepad.preferences.file", "session-restore", "never"],
+        env=desk.env,
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+
+
 @pytest.fixture(scope="session")
 def desktop() -> Iterator[VirtualDesktop]:
     if shutil.which("Xvfb") is None:
@@ -98,8 +163,42 @@ def desktop() -> Iterator[VirtualDesktop]:
     with VirtualDesktop(1280, 800, home="temp") as desk:
         _quiet_libreoffice(desk.home)
         _text_files_open_in_mousepad(desk.home)
-        with desk.exported():
-            yield desk
+        _mousepad_never_restores(desk)
+        _SESSION_DESKTOP.append((desk, frozenset(marked_processes(desk.token))))
+        try:
+            with desk.exported():
+                yield desk
+        finally:
+            _SESSION_DESKTOP.clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _each_file_leaves_no_program() -> Iterator[None]:
+    """When a test file is done, every program its tests left on the session desktop ends
+    (an application the agent opened, say): the files run in any order, on any worker
+    (pytest-xdist), and a single-instance application left running (mousepad) would take the
+    next file's window. Session services stay (see ``_SESSION_SERVICES``)."""
+    yield
+    if not _SESSION_DESKTOP:
+        return
+    from agent_s.desktop.x11 import X11Backend
+
+    desk, own = _SESSION_DESKTOP[0]
+    started = [p for p in marked_processes(desk.token) if p not in own]
+    services = _session_services(started)
+    end_processes([p for p in started if p not in services])
+    # and whatever still shows a window, marked or not (started with another environment)
+    backend = X11Backend(desk.display, env=desk.env)
+    try:
+        stray = {w.pid: f"{w.app}: {w.title}" for w in backend.windows() if w.pid}
+    finally:
+        backend.close()
+    stray = {pid: what for pid, what in stray.items() if pid not in own}
+    if stray:
+        import warnings
+
+        warnings.warn(f"left with a window: {sorted(stray.values())}", stacklevel=1)
+        end_processes(sorted(stray))
 
 
 @pytest.fixture(scope="session")
@@ -120,14 +219,22 @@ _SESSION_SERVICES = frozenset(
 )
 
 
+# Services that start helpers of their own: the accessibility bus (its dbus-daemon, the
+# registry), gvfs (its backends). A program the session bus started on demand is NOT a
+# service: mousepad, for one, is D-Bus activated when a text file is opened with xdg-open.
+_SERVICE_PARENTS = frozenset({"at-spi-bus-laun", "gvfsd"})
+
+
 def _session_services(pids: Sequence[int]) -> set[int]:
-    """Those of ``pids`` that are session services or were started by one."""
+    """Those of ``pids`` that are session services or helpers started by one."""
     services = set()
     for pid in pids:
         with contextlib.suppress(psutil.Error):
             proc = psutil.Process(pid)
             # psutil may give the full name from the command line: compare the kernel's part
-            if any(p.name()[:15] in _SESSION_SERVICES for p in [proc, *proc.parents()]):
+            if proc.name()[:15] in _SESSION_SERVICES or any(
+                p.name()[:15] in _SERVICE_PARENTS for p in proc.parents()
+            ):
                 services.add(pid)
     return services
 

@@ -10,81 +10,29 @@ HOME, which stays on the node), and the scores must be the reference policy's 1.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ray_cluster import HOST, free_port, ray_cluster
 
 from agent_s.bench.distributed import write_back
 from agent_s.bench.runner import RunOptions, run_suite, task_folder
 from agent_s.bench.tasks import load_suite
 
 ray = pytest.importorskip("ray")
-RAY = Path(sys.executable).with_name("ray")
-HOST = "127.0.0.2"  # loopback that Ray does not rewrite (see the module's docstring)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((HOST, port)) == 0
 
 
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
-    """A one-node Ray cluster on loopback (2 CPUs), ended with its whole process group."""
-    if not RAY.exists():
-        pytest.skip("the ray command is not installed next to this Python")
-    port = _free_port()
-    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
-    argv = [
-        str(RAY),
-        "start",
-        "--head",
-        "--block",
-        f"--node-ip-address={HOST}",
-        f"--port={port}",
-        "--num-cpus=2",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-        f"--temp-dir={temp}",
-    ]
-    log = open(temp / "head.log", "wb")  # noqa: SIM115  (closed below)
-    head = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not _listening(port):
-            if head.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Ray head did not start: {(temp / 'head.log').read_text()}")
-            time.sleep(0.3)
-        yield f"{HOST}:{port}"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(20)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGKILL)
-        log.close()
-        shutil.rmtree(temp, ignore_errors=True)
+    """A one-node Ray cluster on loopback (tests/ray_cluster.py)."""
+    with ray_cluster() as address:
+        yield address
 
 
 def test_write_back_stays_inside_the_task_folder(tmp_path: Path) -> None:
@@ -138,7 +86,7 @@ def test_reference_run_on_a_local_ray_cluster(tmp_path: Path, ray_address: str) 
 
 
 def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path) -> None:
-    closed = f"{HOST}:{_free_port()}"  # nothing listens there
+    closed = f"{HOST}:{free_port()}"  # nothing listens there
     started = time.monotonic()
     result = subprocess.run(
         [

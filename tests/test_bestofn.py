@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
+from ray_cluster import ray_cluster
 
 from agent_s.bestofn.judge import Candidate, Judge, parse_pick
 from agent_s.bestofn.narrative import changed_regions, narrate_steps
@@ -461,68 +462,11 @@ def test_best_of_is_for_the_agent_policy(tmp_path: Path) -> None:
 
 # -- the attempts on a Ray cluster (loopback, as tests/test_bench_ray.py) ----------------------
 
-RAY_HOST = "127.0.0.2"  # loopback that Ray does not rewrite to the interface address
-
-
-def _ray_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((RAY_HOST, 0))
-        return int(sock.getsockname()[1])
-
 
 @pytest.fixture
 def ray_address() -> Iterator[str]:
-    """A one-node Ray cluster on loopback (2 CPUs), ended with its whole process group."""
-    import contextlib
-    import signal
-    import socket
-    import tempfile
-    import time
-
-    pytest.importorskip("ray")
-    ray_command = Path(sys.executable).with_name("ray")
-    if not ray_command.exists():
-        pytest.skip("the ray command is not installed next to this Python")
-    port = _ray_port()
-    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
-    argv = [
-        str(ray_command),
-        "start",
-        "--head",
-        "--block",
-        f"--node-ip-address={RAY_HOST}",
-        f"--port={port}",
-        "--num-cpus=2",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-        f"--temp-dir={temp}",
-    ]
-    log = open(temp / "head.log", "wb")  # noqa: SIM115  (closed below)
-    head = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with socket.socket() as sock:
-                sock.settimeout(0.5)
-                if sock.connect_ex((RAY_HOST, port)) == 0:
-                    break
-            if head.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Ray head did not start: {(temp / 'head.log').read_text()}")
-            time.sleep(0.3)
-        yield f"{RAY_HOST}:{port}"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(20)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGKILL)
-        log.close()
-        shutil.rmtree(temp, ignore_errors=True)
+    with ray_cluster() as address:
+        yield address
 
 
 @pytest.mark.desktop
