@@ -169,6 +169,8 @@ $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+# setuptools 77 or newer reads the SPDX licence string in pyproject.toml (tests build the wheel
+# without build isolation, with the venv's own)
+.venv/bin/python -m pip install -q --upgrade pip "setuptools>=77"
 .venv/bin/python -m pip install -q $editable ".[test]"
 echo "agent-s is installed in .venv: .venv/bin/agent-s --help"
