@@ -39,11 +39,13 @@ def ask_line(console: Console, prompt: str) -> str:
 
     Ctrl-C must end the wait at once. Python checks for a signal only between bytecodes: one
     that arrives after the prompt is printed and before ``input()`` blocks in read(2) is noted
-    but not acted on until a line comes, so the prompt would ignore that Ctrl-C. Waiting in
-    short ``select`` slices until a line (or the end) is there closes that gap."""
+    but not acted on until a line comes, so the prompt would ignore that Ctrl-C. On a
+    terminal, waiting in short ``select`` slices until a line (or the end) is there closes
+    that gap. Not on a pipe: its lines may already sit in Python's buffer, where select cannot
+    see them."""
     console.print(Text(prompt), end="")
     try:
-        fd = sys.stdin.fileno()
+        fd = sys.stdin.fileno() if sys.stdin.isatty() else -1
     except (AttributeError, OSError, ValueError):  # not a real file: nothing to wait on
         fd = -1
     while fd >= 0:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,8 +196,6 @@ def _each_file_leaves_no_program() -> Iterator[None]:
         backend.close()
     stray = {pid: what for pid, what in stray.items() if pid not in own}
     if stray:
-        import warnings
-
         warnings.warn(f"left with a window: {sorted(stray.values())}", stacklevel=1)
         end_processes(sorted(stray))
 

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,37 @@ def test_a11y_snapshot_flag_reaches_the_agent(tmp_path: Path) -> None:
     assert isinstance(on, str)
     assert on  # elements listed, none in the active window, or why the tree is unavailable
     assert off is None
+
+
+def test_prompts_read_each_piped_line_while_the_pipe_stays_open() -> None:
+    """Lines a program writes to agent-s's stdin at once are answered at once, each prompt in
+    turn, though the program keeps the pipe open for more (the prompt's wait for Ctrl-C
+    applies to terminals only: a pipe's next line may already be in Python's buffer)."""
+    code = (
+        "from rich.console import Console\n"
+        "from agent_s.cli.output import ask_line\n"
+        "err = Console(stderr=True)\n"
+        "for n in range(3):\n"
+        "    print(ask_line(err, f'{n}: '), flush=True)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    answers: list[str] = []
+    reader = threading.Thread(target=lambda: answers.extend(child.stdout), daemon=True)
+    reader.start()
+    try:
+        child.stdin.write("first\nsecond\nthird\n")
+        child.stdin.flush()  # and left open
+        assert child.wait(20) == 0  # with the pipe still open: every line was answered
+        reader.join(5)
+        assert [a.strip() for a in answers] == ["first", "second", "third"]
+    finally:
+        child.kill()
+        child.wait()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 
 import pytest
 from PIL import Image
@@ -205,3 +207,23 @@ def test_settings_repr_and_provider_repr_mask_the_key() -> None:
             assert KEY not in text
             assert KEY[:8] not in text
         assert "***cdef" in repr(settings)
+
+
+def test_only_the_sdk_of_the_api_in_use_is_imported() -> None:
+    """Every agent-s command, bench worker and practice worker starts by importing the agent:
+    the anthropic SDK costs 1.7 s of CPU to import and openai 0.7 s, so each is imported only
+    when a provider of its API is built."""
+    code = (
+        "import sys\n"
+        "import agent_s, agent_s.agent, agent_s.cli.main, agent_s.cli.run\n"
+        "from agent_s.models.endpoints import ProviderSettings\n"
+        "from agent_s.models.factory import build_provider\n"
+        "before = sorted(m for m in ('openai', 'anthropic') if m in sys.modules)\n"
+        "build_provider(ProviderSettings('openai_compatible', 'm', 'http://127.0.0.1:9/v1', 'k'))\n"
+        "after = sorted(m for m in ('openai', 'anthropic') if m in sys.modules)\n"
+        "print(before, after)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split("\n")[0] == "[] ['openai']", done.stdout + done.stderr

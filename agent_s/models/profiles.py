@@ -22,14 +22,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from agent_s.images import ImageFormat, ImageSpec
 from agent_s.models.errors import ProfileConfigError
-
-if TYPE_CHECKING:
-    from agent_s.models.types import ModelRequest
-from agent_s.models.types import Usage
+from agent_s.models.types import ModelRequest, Usage
 
 ApiKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_compatible"]
 ImagePricing = Literal["openai_tiles", "anthropic_pixels", "qwen_patches", "area"]
