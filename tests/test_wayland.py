@@ -569,6 +569,30 @@ def test_open_file_uses_its_default_application(
 
 
 @_marks
+def test_a_terminal_runs_commands_when_the_session_names_no_shell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A CI job or a service may have no SHELL; as root the desktop's user is a system user
+    # whose shell is nologin, and foot would run that and exit 1 at once.
+    monkeypatch.delenv("SHELL", raising=False)
+    desk = VirtualDesktop(800, 600, home="temp", kind="wayland").start()
+    try:
+        backend = desktop_backend(desk)
+        title = f"shell-{time.monotonic_ns()}"
+        desk.launch(["foot", "--title", title])
+        backend.wait_for_window(title, timeout=15)
+        backend.activate(title)
+        out = desk.home / "from-shell.txt"
+        backend.type_text("echo ran in $0 > from-shell.txt\n")
+        _wait(lambda: out.exists() and out.read_text().startswith("ran in "), what="the file")
+        shell = out.read_text().split()[-1]
+        assert Path(shell).name not in ("nologin", "false"), shell
+        backend.close()
+    finally:
+        desk.stop()
+
+
+@_marks
 def test_a_wayland_desktop_stops_everything_it_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -48,6 +48,7 @@ from agent_s.desktop._watchdog import (
 )
 from agent_s.desktop.base import Monitor
 from agent_s.desktop.locales import session_locale
+from agent_s.desktop.shells import session_shell
 from agent_s.errors import DesktopSetupError
 from agent_s.redact import without_secrets
 
@@ -441,6 +442,7 @@ class VirtualDesktop:
         for key in HOST_SESSION_VARS:
             env.pop(key, None)
         session_locale(env)  # a locale the machine lacks stops some programs from starting
+        session_shell(env)  # terminals run $SHELL; without one, the user's may be nologin
         env[_MARKER] = self._token
         env["XDG_SESSION_TYPE"] = "x11"
         if self._window_manager:  # what the agent's prompt names as the desktop
