@@ -19,7 +19,8 @@ def test_a_refusing_or_missing_shell_is_replaced() -> None:
     for bad in ("/usr/sbin/nologin", "/bin/false", "/no/such/shell", "sh", ""):
         env = {"SHELL": bad}
         chosen = shells.session_shell(env)
-        assert chosen is not None and env["SHELL"] == chosen
+        assert chosen is not None
+        assert env["SHELL"] == chosen
         assert shells.usable(chosen)
         assert Path(chosen).name not in shells.REFUSING
 
