@@ -423,32 +423,6 @@ def test_type_text_with_more_distinct_characters_than_spare_keycodes(
     probe.wait_for(lambda ev: any(e.get("text") == text for e in ev), timeout=20)
 
 
-def test_closing_a_backend_gives_its_keycodes_back(
-    x11: Any, desktop: VirtualDesktop, probe: Any
-) -> None:
-    from agent_s.desktop.x11 import X11Backend
-
-    def keymap() -> list[tuple[int, ...]]:
-        display = _xconnect(desktop)
-        try:
-            first = display.display.info.min_keycode
-            count = display.display.info.max_keycode - first + 1
-            return [tuple(syms) for syms in display.get_keyboard_mapping(first, count)]
-        finally:
-            display.close()
-
-    x11._keys.release()  # the session's backend may hold every spare keycode by now
-    before = keymap()
-    check_mark = 0x1000000 | ord("☑")
-    backend = X11Backend(desktop.display, env=desktop.env)
-    backend.click(probe.point("entry"))
-    backend.type_text("☑ ÷")
-    probe.wait_for(lambda ev: any(e.get("text") == "☑ ÷" for e in ev))
-    assert any(check_mark in syms for syms in keymap())
-    backend.close()
-    assert keymap() == before
-
-
 def _mousepad(apps: Any, path: Path) -> Any:
     return apps(["mousepad", str(path)], window=path.name)
 

@@ -317,9 +317,12 @@ class KeyBinder:
 
     Left to itself, ``xdotool type`` rebinds one scratch keycode for every such character, and
     an application that reads the keyboard map a moment late decodes an earlier key press with
-    a later binding: wrong or doubled characters. Bindings made here stay (a later text reuses
-    them; ``release()`` removes them); the least recently used one is rebound when no keycode
-    is free, after a pause that lets applications finish with it.
+    a later binding: wrong, doubled or lost characters. Bindings made here stay (a later text
+    reuses them; ``release()`` removes them); the least recently used one is rebound when no
+    keycode is free, after a pause that lets applications finish with it. The live keyboard
+    map is the truth, not this object's memory: another client on the display (a second
+    backend, rendered pyautogui code, another agent) may rebind or free a keycode bound here,
+    and a keycode that holds a character of the text being typed is never taken.
     """
 
     def __init__(self, x: Xlib.display.Display, wm: WindowManagerSync) -> None:
@@ -328,36 +331,48 @@ class KeyBinder:
         self._bound: dict[str, int] = {}  # character -> keycode, least recently used first
 
     def _keymap(self) -> tuple[int, list[tuple[int, ...]]]:
+        """The live keyboard map, after forgetting bindings another client changed."""
         first = self._x.display.info.min_keycode
         count = self._x.display.info.max_keycode - first + 1
-        return first, [tuple(syms) for syms in self._x.get_keyboard_mapping(first, count)]
+        keymap = [tuple(syms) for syms in self._x.get_keyboard_mapping(first, count)]
+        for char, code in list(self._bound.items()):
+            syms = keymap[code - first]
+            if set(syms) - {0} != {char_keysym(char)}:
+                del self._bound[char]
+        return first, keymap
 
     def capacity(self) -> int:
         """How many characters can be bound at once: unused keycodes plus ours."""
         _, keymap = self._keymap()
         return sum(1 for syms in keymap if not any(syms)) + len(self._bound)
 
-    def bind(self, chars: set[str]) -> None:
-        """Make every one of ``chars`` typable without touching the keyboard map while typing."""
+    def bind(self, chars: set[str]) -> set[str]:
+        """Make every one of ``chars`` typable without touching the keyboard map while typing;
+        return those that found no keycode (none free and none of ours left to rebind)."""
         first, keymap = self._keymap()
-        present = {sym for syms in keymap for sym in syms}
+        holder: dict[int, int] = {}  # keysym -> the first keycode that types it
+        for index, syms in enumerate(keymap):
+            for sym in syms:
+                if sym:
+                    holder.setdefault(sym, first + index)
         for char in chars & self._bound.keys():  # mark as recently used
             self._bound[char] = self._bound.pop(char)
-        missing = sorted(c for c in chars if char_keysym(c) not in present)
+        missing = sorted(c for c in chars if char_keysym(c) not in holder)
         if not missing:
-            return
+            return set()
+        needed = {holder[char_keysym(c)] for c in chars if char_keysym(c) in holder}
         free = [first + i for i, syms in enumerate(keymap) if not any(syms)]
-        reusable = [code for char, code in self._bound.items() if char not in chars]
+        reusable = [code for code in self._bound.values() if code not in needed]
         if len(free) < len(missing) and reusable:
             time.sleep(0.2)
         owner = {code: char for char, code in self._bound.items()}
         changes: dict[int, int] = {}
-        # Should no keycode be left (a tiny keymap), xdotool binds the rest itself.
         for char, code in zip(missing, free + reusable, strict=False):
             self._bound.pop(owner.get(code, ""), None)
             self._bound[char] = code
             changes[code] = char_keysym(char)
         self._write(first, keymap, changes)
+        return set(missing[len(changes) :])
 
     def release(self) -> None:
         """Give the bound keycodes back (unbound, as they were)."""

@@ -385,17 +385,35 @@ class X11Backend:
             if index:
                 self._xdotool("key", "Return")
             for chunk in _xproto.chunks(line, TYPE_CHUNK, budget):
-                with self._x_errors():
-                    self._keys.bind(set(chunk))
-                self._xdotool(
-                    "type",
-                    "--delay",
-                    str(TYPE_DELAY_MS),
-                    "--file",
-                    "-",
-                    stdin=chunk,
-                    timeout=10 + len(chunk) * (TYPE_DELAY_MS + 20) / 1000,
+                self._type_piece(chunk, budget)
+
+    def _type_piece(self, piece: str, budget: int) -> None:
+        """Type one line's piece once its characters have keycodes. Should another client
+        have taken keycodes since ``budget`` was counted, the piece is typed in smaller ones;
+        a character with no keycode at all is an error, never left to ``xdotool type``'s own
+        rebinding, which loses characters in a busy application."""
+        with self._x_errors():
+            left = self._keys.bind(set(piece))
+        if left:
+            distinct = len({char for char in piece if not char.isascii()})
+            if distinct <= 1 or not budget:
+                raise ActionExecutionError(
+                    f"no spare keycode is left to type {''.join(sorted(left))!r}: other "
+                    "programs on this display hold them all"
                 )
+            smaller = max(1, min(budget, distinct) // 2)
+            for part in _xproto.chunks(piece, TYPE_CHUNK, smaller):
+                self._type_piece(part, smaller)
+            return
+        self._xdotool(
+            "type",
+            "--delay",
+            str(TYPE_DELAY_MS),
+            "--file",
+            "-",
+            stdin=piece,
+            timeout=10 + len(piece) * (TYPE_DELAY_MS + 20) / 1000,
+        )
 
     def _xdotool(self, *args: str, stdin: str | None = None, timeout: float = 10.0) -> None:
         self._run(["xdotool", *args], stdin=stdin, timeout=timeout)
