@@ -21,33 +21,35 @@ def _xconnect(desktop: VirtualDesktop) -> Xlib.display.Display:
     return Xlib.display.Display(desktop.display)
 
 
+def _keymap(desktop: VirtualDesktop) -> tuple[int, list[tuple[int, ...]]]:
+    display = _xconnect(desktop)
+    try:
+        return _spare_keymap(display)
+    finally:
+        display.close()
+
+
 def test_closing_a_backend_gives_its_keycodes_back(
     x11: Any, desktop: VirtualDesktop, probe: Any
 ) -> None:
-
-    def keymap() -> list[tuple[int, ...]]:
-        display = _xconnect(desktop)
-        try:
-            first = display.display.info.min_keycode
-            count = display.display.info.max_keycode - first + 1
-            return [tuple(syms) for syms in display.get_keyboard_mapping(first, count)]
-        finally:
-            display.close()
-
     x11._keys.release()  # the session's backend may hold every spare keycode by now
-    before = keymap()
-    check_mark = 0x1000000 | ord("☑")
+    first, before = _keymap(desktop)
     backend = X11Backend(desktop.display, env=desktop.env)
     backend.click(probe.point("entry"))
     backend.type_text("☑ ÷")
     probe.wait_for(lambda ev: any(e.get("text") == "☑ ÷" for e in ev))
-    assert any(check_mark in syms for syms in keymap())
+    _, during = _keymap(desktop)
+    syms = {_xproto.char_keysym(char) for char in "☑÷"}
+    bound = [first + i for i, row in enumerate(during) if set(row) & syms]
+    assert len(bound) == 2
     backend.close()
-    # The same keycodes are free again. (Not the whole map compared: binding a Latin-1
-    # character can make the server's XKB layer list every key in more columns.)
-    after = keymap()
-    assert [not any(syms) for syms in after] == [not any(syms) for syms in before]
-    assert not any(check_mark in syms for syms in after)
+    # Its keycodes are free again, and so is every one that was. (Not the whole map
+    # compared: binding a Latin-1 character can make the server's XKB layer list every key
+    # in more columns, and bindings other clients left behind may be the ones it took.)
+    _, after = _keymap(desktop)
+    free = {first + i for i, row in enumerate(after) if not any(row)}
+    assert set(bound) <= free
+    assert {first + i for i, row in enumerate(before) if not any(row)} <= free
 
 
 def _spare_keymap(display: Xlib.display.Display) -> tuple[int, list[tuple[int, ...]]]:
@@ -105,18 +107,64 @@ def test_typing_survives_another_client_rebinding_its_keycodes(
         other.close()
 
 
-def test_with_every_spare_keycode_held_elsewhere_typing_says_so(
-    x11: Any, desktop: VirtualDesktop
-) -> None:
+def _cat_into(apps: Any, out: Path) -> str:
+    title = f"cat-{time.monotonic_ns()}"
+    apps(
+        ["xterm", "-u8", "-T", title, "-e", "sh", "-c", 'cat > "$0"', str(out)],
+        window=title,
+        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
+    )
+    return title
 
+
+def test_bindings_another_client_left_behind_are_reused(
+    x11: Any, desktop: VirtualDesktop, apps: Any, tmp_path: Path
+) -> None:
+    # A killed agent, or rendered pyautogui code (whose bindings stay), leaves characters
+    # bound on every spare keycode; typing must still bind what it needs, not fall to
+    # xdotool's own rebinding (which loses characters in a busy terminal) or fail.
+    out = tmp_path / "typed.txt"
+    title = _cat_into(apps, out)
     x11._keys.release()
     other = _xconnect(desktop)
     first, keymap = _spare_keymap(other)
-    free = [first + i for i, syms in enumerate(keymap) if not any(syms)]
+    free = [first + i for i, row in enumerate(keymap) if not any(row)]
     backend = X11Backend(desktop.display, env=desktop.env)
     try:
         for index, code in enumerate(free):
-            _rebind(other, code, chr(0x3041 + index))
+            _rebind(other, code, chr(0x3041 + index))  # hiragana, left behind
+        other.close()  # the client that bound them is gone
+        backend.activate(title)
+        backend.type_text("snow ☃ and ΩΣ\n")
+        _, keymap = _keymap(desktop)  # bound for good, not by xdotool for a moment
+        assert {_xproto.char_keysym(c) for c in "☃ΩΣ"} <= {sym for row in keymap for sym in row}
+        backend.hotkey(["ctrl", "d"])
+        _wait(lambda: out.read_text(encoding="utf-8") == "snow ☃ and ΩΣ\n", what="the file")
+    finally:
+        backend.close()
+        cleaner = _xconnect(desktop)
+        for code in free:
+            _rebind(cleaner, code, None)
+        cleaner.close()
+
+
+def test_with_no_spare_keycode_at_all_typing_says_so(x11: Any, desktop: VirtualDesktop) -> None:
+    # Keycodes another client uses for keys of its own (two symbols, as a layout's key has)
+    # are never taken; with nothing else spare, typing a character the map lacks is an
+    # error naming the cause.
+    x11._keys.release()
+    other = _xconnect(desktop)
+    first, keymap = _spare_keymap(other)
+    free = [first + i for i, row in enumerate(keymap) if not any(row)]
+    width = len(keymap[0])
+    backend = X11Backend(desktop.display, env=desktop.env)
+    try:
+        for index, code in enumerate(free):
+            lower, upper = 0x1000000 | (0x3B1 + index % 20), 0x1000000 | (0x391 + index % 20)
+            other.change_keyboard_mapping(
+                code, [(lower, upper) * (width // 2) + (0,) * (width % 2)]
+            )
+        other.sync()
         with pytest.raises(ActionExecutionError, match="no spare keycode is left to type '☃'"):
             backend.type_text("snow ☃")
     finally:

@@ -312,6 +312,15 @@ def char_keysym(char: str) -> int:
     return code if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF else 0x1000000 | code
 
 
+def is_spare_binding(syms: tuple[int, ...]) -> bool:
+    """A keycode row as ``KeyBinder`` (and rendered code) binds one: one character in every
+    column, a character no keyboard key has as its only symbol (Latin-1 above ASCII, or a
+    Unicode keysym)."""
+    if len(syms) < 2 or syms[0] != syms[1] or set(syms) - {0} != {syms[0]}:
+        return False
+    return 0xA0 <= syms[0] <= 0xFF or 0x1000100 <= syms[0] <= 0x110FFFF
+
+
 class KeyBinder:
     """Binds characters the keyboard map lacks to spare keycodes, one keycode each.
 
@@ -322,7 +331,8 @@ class KeyBinder:
     keycode is free, after a pause that lets applications finish with it. The live keyboard
     map is the truth, not this object's memory: another client on the display (a second
     backend, rendered pyautogui code, another agent) may rebind or free a keycode bound here,
-    and a keycode that holds a character of the text being typed is never taken.
+    or leave bindings behind; a keycode that holds a character of the text being typed is
+    never taken.
     """
 
     def __init__(self, x: Xlib.display.Display, wm: WindowManagerSync) -> None:
@@ -341,10 +351,23 @@ class KeyBinder:
                 del self._bound[char]
         return first, keymap
 
+    def _left_behind(self, first: int, keymap: list[tuple[int, ...]]) -> list[int]:
+        """Keycodes holding a character bound the way this class binds, by another client:
+        most often one that ended without giving them back (a killed agent; rendered code,
+        whose bindings stay). Taken after the free ones and ours, or the map fills up."""
+        ours = set(self._bound.values())
+        return [
+            first + i
+            for i, syms in enumerate(keymap)
+            if first + i not in ours and is_spare_binding(syms)
+        ]
+
     def capacity(self) -> int:
-        """How many characters can be bound at once: unused keycodes plus ours."""
-        _, keymap = self._keymap()
-        return sum(1 for syms in keymap if not any(syms)) + len(self._bound)
+        """How many characters can be bound at once: unused keycodes, ours, and bindings
+        other clients left behind."""
+        first, keymap = self._keymap()
+        free = sum(1 for syms in keymap if not any(syms))
+        return free + len(self._bound) + len(self._left_behind(first, keymap))
 
     def bind(self, chars: set[str]) -> set[str]:
         """Make every one of ``chars`` typable without touching the keyboard map while typing;
@@ -362,7 +385,11 @@ class KeyBinder:
             return set()
         needed = {holder[char_keysym(c)] for c in chars if char_keysym(c) in holder}
         free = [first + i for i, syms in enumerate(keymap) if not any(syms)]
-        reusable = [code for code in self._bound.values() if code not in needed]
+        reusable = [
+            code
+            for code in [*self._bound.values(), *self._left_behind(first, keymap)]
+            if code not in needed
+        ]
         if len(free) < len(missing) and reusable:
             time.sleep(0.2)
         owner = {code: char for char, code in self._bound.items()}
