@@ -199,7 +199,7 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     def goto(ref: str) -> list[ops.Op]:
         return [
             ops.Hotkey(("ctrl", "shift", "f5")),
-            ops.Sleep(NAME_BOX_PAUSE),  # the Name Box takes a moment to take keys
+            ops.Sleep(NAME_BOX_PAUSE, settle=True),  # the Name Box takes a moment to take keys
             ops.TypeText(f"$'It''s data'.{ref}"),
             ops.Hotkey(("enter",)),
             ops.Hotkey(("delete",)),
@@ -208,7 +208,7 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     edit, commit = [ops.Hotkey(("f2",))], [ops.Hotkey(("delete",)), ops.Hotkey(("enter",))]
     assert action.plan([]) == [
         ops.Activate("budget.ods"),
-        ops.Sleep(NAME_BOX_PAUSE),
+        ops.Sleep(NAME_BOX_PAUSE, settle=True),
         *goto("B3"),
         *edit,
         ops.TypeText("he"),
@@ -236,7 +236,7 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     plain = SetCellValuesAction(cell_values={"A1": False, "A2": ""}, app_name="Calc")
     assert plain.plan()[2:6] == [
         ops.Hotkey(("ctrl", "shift", "f5")),
-        ops.Sleep(NAME_BOX_PAUSE),
+        ops.Sleep(NAME_BOX_PAUSE, settle=True),
         ops.TypeText("A1"),
         ops.Hotkey(("enter",)),
     ]

@@ -450,8 +450,10 @@ class SetCellValuesAction(ActionModel):
         # LibreOffice on macOS puts its ctrl shortcuts on command ("Command+Shift+F5").
         mod = primary_modifier(os)
         # Calc takes a moment after it is raised, and after ctrl+shift+F5, before keys reach
-        # the Name Box: sent at once, the reference lands in the cell under the cursor
-        plan: list[ops.Op] = [ops.Activate(self.app_name), ops.Sleep(NAME_BOX_PAUSE)]
+        # the Name Box: sent at once, the reference lands in the cell under the cursor. A busy
+        # Calc (loaded machine, recalculation) takes longer than any fixed pause: the live
+        # backends then also wait until Calc is idle (settle); rendered code pauses only.
+        plan: list[ops.Op] = [ops.Activate(self.app_name), ops.Sleep(NAME_BOX_PAUSE, settle=True)]
         prefix = ""
         if self.sheet_name is not None:
             # Calc's own syntax for a cell of another sheet: $'Sheet name'.B3 ('' inside quotes).
@@ -461,7 +463,7 @@ class SetCellValuesAction(ActionModel):
             # desktop: the box gets focus with its text selected; typing a reference and Enter
             # moves the cell cursor there, on another sheet too). It avoids F5 (the Navigator)
             # and does not depend on where the cursor was, unlike ctrl+Home plus arrow keys.
-            plan += [ops.Hotkey((mod, "shift", "f5")), ops.Sleep(NAME_BOX_PAUSE)]
+            plan += [ops.Hotkey((mod, "shift", "f5")), ops.Sleep(NAME_BOX_PAUSE, settle=True)]
             plan.append(ops.TypeText(prefix + ref))
             # Delete empties the selected cell. F2 then edits it: typing into a cell that is only
             # selected would replace whatever an earlier paste (non-ASCII text) put there.

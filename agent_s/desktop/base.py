@@ -138,7 +138,9 @@ class DesktopBackend(Protocol):
         started again: that window is returned (None: something was started)."""
         ...
 
-    def sleep(self, seconds: float) -> None: ...
+    def sleep(self, seconds: float, settle: bool = False) -> None:
+        """Wait ``seconds``; with ``settle``, then until the front window's program is idle."""
+        ...
 
 
 def perform(
@@ -170,8 +172,8 @@ def perform(
                 backend.hold_and_press(hold, press)
             case ops.TypeText(text=text):
                 backend.type_text(text)
-            case ops.Sleep(seconds=seconds):
-                backend.sleep(seconds)
+            case ops.Sleep(seconds=seconds, settle=settle):
+                backend.sleep(seconds, settle)
             case ops.Open(target=target):
                 window = backend.open(target)
                 if window is not None and raised is not None:

@@ -75,7 +75,11 @@ class TypeText:
 
 @dataclass(frozen=True)
 class Sleep:
+    """Wait ``seconds``; with ``settle``, then also until the program of the front window has
+    handled what it was sent (at most a few seconds more; ``agent_s.desktop.settle``)."""
+
     seconds: float
+    settle: bool = False
 
 
 @dataclass(frozen=True)

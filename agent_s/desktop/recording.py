@@ -232,10 +232,10 @@ class RecordingBackend:
                 f"no application or file named {target!r}", name=target, candidates=close
             )
 
-    def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float, settle: bool = False) -> None:
         if seconds < 0:
             raise ValueError(f"cannot sleep a negative time ({seconds})")
-        self.calls.append(ops.Sleep(seconds))
+        self.calls.append(ops.Sleep(seconds, settle))
 
 
 def _center(geometry: ScreenGeometry) -> Point:

@@ -49,6 +49,7 @@ from agent_s import lifecycle
 from agent_s.desktop import _held, _xproto, apps
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Button, Point
+from agent_s.desktop.settle import until_idle
 from agent_s.desktop.virtual import temporary_environ
 from agent_s.errors import (
     ActionExecutionError,
@@ -611,10 +612,13 @@ class X11Backend:
             if status != 0:
                 raise ActionExecutionError(f"{' '.join(argv)} exited at once with status {status}")
 
-    def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float, settle: bool = False) -> None:
         if seconds < 0:
             raise ValueError(f"cannot sleep a negative time ({seconds})")
         time.sleep(seconds)
+        if settle:
+            front = next((w for w in self.windows() if w.active), None)
+            until_idle(front.pid if front is not None else None)
 
 
 def _ancestors() -> set[int]:
