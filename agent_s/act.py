@@ -40,6 +40,7 @@ from agent_s.config import AgentConfig
 from agent_s.desktop import ops
 from agent_s.desktop.base import DesktopBackend, WindowInfo, perform
 from agent_s.desktop.ops import Point
+from agent_s.desktop.settle import until_idle
 from agent_s.desktop.watch import (
     FieldReader,
     Glimpse,
@@ -350,12 +351,21 @@ class Actor:
 
 
 def settle(backend: DesktopBackend, limit: float, *, first: float = 0.15) -> Image.Image | None:
-    """Wait for the screen to react to an action: at least ``first`` seconds, then until two
-    looks 50 ms apart show the same screen (a blinking cursor aside), at most ``limit`` seconds
-    in all. Most actions are answered within a frame or two; a slow one uses the whole limit.
-    Returns the last look (``_glance``), None if the screen could not be read."""
-    deadline = time.monotonic() + limit
-    time.sleep(min(first, limit))
+    """Wait for the screen to react to an action: at least ``first`` seconds and until the
+    front window's program is idle (a busy one has not yet drawn what it was sent; a screen
+    that is still then is no answer), then until two looks 50 ms apart show the same screen
+    (a blinking cursor aside), at most ``limit`` seconds in all. Most actions are answered
+    within a frame or two; a slow one uses the whole limit. Returns the last look
+    (``_glance``), None if the screen could not be read."""
+    began = time.monotonic()
+    deadline = began + limit
+    try:
+        front = next((w for w in backend.windows() if w.active), None)
+    except AgentSError:
+        front = None
+    if front is not None:
+        until_idle(front.pid, limit=max(0.0, deadline - time.monotonic()))
+    time.sleep(max(0.0, min(first, limit) - (time.monotonic() - began)))
     before = _glance(backend)
     while time.monotonic() + _GLANCE_EVERY <= deadline:
         time.sleep(_GLANCE_EVERY)

@@ -50,9 +50,8 @@ def until_idle(pid: int | None, limit: float = LIMIT) -> bool:
     first = _sample(pid)
     if first is None:
         return False
-    quiet_since, ticks = time.monotonic(), first[1]
-    if first[0] == "R":
-        quiet_since = None
+    quiet_since: float | None = None if first[0] == "R" else time.monotonic()
+    ticks = first[1]
     while time.monotonic() < deadline:
         time.sleep(POLL)
         now = _sample(pid)
