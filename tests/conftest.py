@@ -56,10 +56,11 @@ NO_XVFB = (
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``pytest`` with no arguments (or with folders) runs on several worker processes, each
-    with its own virtual desktop: one per core, at least 2 (one more than the cores was 10%
-    faster, but under that load Calc and xterm sometimes dropped keys). Chosen tests (a file,
-    a test id, ``-k``) run in this process. ``-n N`` on the command line, or
-    PYTEST_XDIST_AUTO_NUM_WORKERS, decides instead."""
+    with its own virtual desktop: one more than the cores, at most 4 (on 2 cores, 3 workers
+    took 605 s where 2 took 670 to 757; the keys that Calc and xterm once lost under that
+    load were the product's own faults, fixed: see agent_s.desktop.settle and KeyBinder).
+    Chosen tests (a file, a test id, ``-k``) run in this process. ``-n N`` on the command
+    line, or PYTEST_XDIST_AUTO_NUM_WORKERS, decides instead."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     chosen = config.args_source is pytest.Config.ArgsSource.ARGS and not all(
@@ -67,7 +68,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     )
     if chosen or config.getoption("keyword") or config.getoption("markexpr"):
         return 0
-    return min(4, max(2, os.cpu_count() or 1))
+    return min(4, (os.cpu_count() or 1) + 1)
 
 
 # The files that take longest (measured with --durations=0), longest first: the workers take
