@@ -28,6 +28,13 @@ def child() -> Iterator[subprocess.Popen[str]]:
     proc.wait()
 
 
+def _make_busy(child: subprocess.Popen[str], seconds: float) -> None:
+    assert child.stdin is not None
+    child.stdin.write(f"{seconds}\n")
+    child.stdin.flush()
+    time.sleep(0.1)  # it has read the line and is running
+
+
 def test_an_idle_program_settles_at_once(child: subprocess.Popen[str]) -> None:
     began = time.monotonic()
     assert settle.until_idle(child.pid, limit=3)
@@ -35,20 +42,14 @@ def test_an_idle_program_settles_at_once(child: subprocess.Popen[str]) -> None:
 
 
 def test_a_busy_program_is_waited_for_until_it_is_done(child: subprocess.Popen[str]) -> None:
-    assert child.stdin is not None
-    child.stdin.write("1.0\n")
-    child.stdin.flush()
-    time.sleep(0.1)
+    _make_busy(child, 1.0)
     began = time.monotonic()
     assert settle.until_idle(child.pid, limit=5)
     assert time.monotonic() - began >= 0.7  # it was busy for most of a second
 
 
 def test_a_program_busy_beyond_the_limit_gives_up(child: subprocess.Popen[str]) -> None:
-    assert child.stdin is not None
-    child.stdin.write("5\n")
-    child.stdin.flush()
-    time.sleep(0.1)
+    _make_busy(child, 5)
     began = time.monotonic()
     assert not settle.until_idle(child.pid, limit=0.5)
     assert time.monotonic() - began < 1.5
