@@ -40,7 +40,7 @@ from agent_s.config import AgentConfig
 from agent_s.desktop import ops
 from agent_s.desktop.base import DesktopBackend, WindowInfo, perform
 from agent_s.desktop.ops import Point
-from agent_s.desktop.settle import until_idle
+from agent_s.desktop.settle import until_front_idle
 from agent_s.desktop.watch import (
     FieldReader,
     Glimpse,
@@ -359,12 +359,7 @@ def settle(backend: DesktopBackend, limit: float, *, first: float = 0.15) -> Ima
     (``_glance``), None if the screen could not be read."""
     began = time.monotonic()
     deadline = began + limit
-    try:
-        front = next((w for w in backend.windows() if w.active), None)
-    except AgentSError:
-        front = None
-    if front is not None:
-        until_idle(front.pid, limit=max(0.0, deadline - time.monotonic()))
+    until_front_idle(backend, limit=max(0.0, deadline - time.monotonic()))
     time.sleep(max(0.0, min(first, limit) - (time.monotonic() - began)))
     before = _glance(backend)
     while time.monotonic() + _GLANCE_EVERY <= deadline:

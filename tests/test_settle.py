@@ -6,10 +6,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from polling import wait_until
 
-from agent_s.desktop import settle
+from agent_s import act
+from agent_s.desktop import ops, settle
+from agent_s.desktop.base import perform
 
 
 @pytest.fixture
@@ -63,3 +68,69 @@ def test_no_or_gone_program_is_not_waited_for() -> None:
     began = time.monotonic()
     assert not settle.until_idle(gone.pid)
     assert time.monotonic() - began < 0.5
+
+
+# -- on the desktop: a window whose program is busy -----------------------------------------------
+
+# GTK names its windows' pid (_NET_WM_PID); Tk does not, and such a window is not waited for.
+BUSY_WINDOW = """\
+import os, sys, time
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import GLib, Gtk
+go, title = sys.argv[1], sys.argv[2]
+window = Gtk.Window(title=title)
+window.add(Gtk.Label(label="busy on request"))
+window.connect("destroy", Gtk.main_quit)
+window.show_all()
+def poll():
+    if os.path.exists(go):  # told to be busy: the event thread runs for 1.2 s
+        os.remove(go)
+        end = time.monotonic() + 1.2
+        while time.monotonic() < end:
+            pass
+    return True
+GLib.timeout_add(100, poll)
+Gtk.main()
+"""
+
+
+def _busy_front_window(apps: Any, x11: Any, tmp_path: Path) -> Path:
+    """A GTK window in front whose program gets busy when the returned file appears."""
+    go = tmp_path / "go"
+    title = f"busy-{time.monotonic_ns()}"
+    apps([sys.executable, "-c", BUSY_WINDOW, str(go), title], window=title)
+    x11.activate(title)
+    return go
+
+
+def _start_busy(go: Path) -> None:
+    go.touch()
+    wait_until(lambda: not go.exists(), timeout=10, what="the program to take the request")
+
+
+def test_a_settling_sleep_waits_for_the_front_windows_program(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    go = _busy_front_window(apps, x11, tmp_path)
+    _start_busy(go)
+    began = time.monotonic()
+    perform(x11, [ops.Sleep(0.0, settle=True)])
+    assert time.monotonic() - began >= 0.8  # it was busy for 1.2 s from the request
+    began = time.monotonic()
+    perform(x11, [ops.Sleep(0.0)])  # without settle: no wait
+    assert time.monotonic() - began < 0.1
+
+
+def test_the_look_after_an_action_waits_for_a_busy_front_program_within_its_limit(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    go = _busy_front_window(apps, x11, tmp_path)
+    _start_busy(go)
+    began = time.monotonic()
+    act.settle(x11, 3.0)
+    assert time.monotonic() - began >= 0.8
+    _start_busy(go)
+    began = time.monotonic()
+    act.settle(x11, 0.4)  # busy beyond the limit: the limit holds
+    assert time.monotonic() - began < 0.8

@@ -66,6 +66,17 @@ def _rebind(display: Xlib.display.Display, code: int, char: str | None) -> None:
     display.sync()
 
 
+def _cat_into(apps: Any, out: Path) -> str:
+    """An xterm whose every typed line goes to ``out``; its title."""
+    title = f"cat-{time.monotonic_ns()}"
+    apps(
+        ["xterm", "-u8", "-T", title, "-e", "sh", "-c", 'cat > "$0"', str(out)],
+        window=title,
+        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
+    )
+    return title
+
+
 def test_typing_survives_another_client_rebinding_its_keycodes(
     desktop: VirtualDesktop, apps: Any, tmp_path: Path
 ) -> None:
@@ -73,14 +84,8 @@ def test_typing_survives_another_client_rebinding_its_keycodes(
     # keycodes this backend bound. The backend must not take those keycodes back for the
     # text's other characters: a character left without a keycode falls to xdotool's own
     # rebinding, which a busy terminal decodes late (characters lost on CI's loaded machine).
-
     out = tmp_path / "typed.txt"
-    title = f"rebinding-{time.monotonic_ns()}"
-    apps(
-        ["xterm", "-u8", "-T", title, "-e", "sh", "-c", 'cat > "$0"', str(out)],
-        window=title,
-        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
-    )
+    title = _cat_into(apps, out)
     backend = X11Backend(desktop.display, env=desktop.env)
     other = _xconnect(desktop)
     taken: list[int] = []
@@ -105,16 +110,6 @@ def test_typing_survives_another_client_rebinding_its_keycodes(
         for code in taken:
             _rebind(other, code, None)
         other.close()
-
-
-def _cat_into(apps: Any, out: Path) -> str:
-    title = f"cat-{time.monotonic_ns()}"
-    apps(
-        ["xterm", "-u8", "-T", title, "-e", "sh", "-c", 'cat > "$0"', str(out)],
-        window=title,
-        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
-    )
-    return title
 
 
 def test_bindings_another_client_left_behind_are_reused(

@@ -42,7 +42,7 @@ from agent_s.desktop import apps
 from agent_s.desktop._wlwire import BUTTON_CODES, WaylandConnection
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Button, Point
-from agent_s.desktop.settle import until_idle
+from agent_s.desktop.settle import until_front_idle
 from agent_s.desktop.x11 import _ancestors, _is_url, _keysyms
 from agent_s.errors import (
     ActionExecutionError,
@@ -623,8 +623,7 @@ class WaylandBackend:
             raise ValueError(f"cannot sleep a negative time ({seconds})")
         time.sleep(seconds)
         if settle:
-            front = next((w for w in self.windows() if w.active), None)
-            until_idle(front.pid if front is not None else None)
+            until_front_idle(self)
 
 
 def _collect(node: dict[str, Any], found: list[tuple[int, WindowInfo]], counter: list[int]) -> None:

@@ -49,7 +49,7 @@ from agent_s import lifecycle
 from agent_s.desktop import _held, _xproto, apps
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Button, Point
-from agent_s.desktop.settle import until_idle
+from agent_s.desktop.settle import until_front_idle
 from agent_s.desktop.virtual import temporary_environ
 from agent_s.errors import (
     ActionExecutionError,
@@ -399,8 +399,9 @@ class X11Backend:
             distinct = len({char for char in piece if not char.isascii()})
             if distinct <= 1 or not budget:
                 raise ActionExecutionError(
-                    f"no spare keycode is left to type {''.join(sorted(left))!r}: other "
-                    "programs on this display hold them all"
+                    f"no spare keycode is left to type {''.join(sorted(left))!r}: every "
+                    "keycode of this display's keyboard map is in use, by its keys or by "
+                    "other programs"
                 )
             smaller = max(1, min(budget, distinct) // 2)
             for part in _xproto.chunks(piece, TYPE_CHUNK, smaller):
@@ -617,8 +618,7 @@ class X11Backend:
             raise ValueError(f"cannot sleep a negative time ({seconds})")
         time.sleep(seconds)
         if settle:
-            front = next((w for w in self.windows() if w.active), None)
-            until_idle(front.pid if front is not None else None)
+            until_front_idle(self)
 
 
 def _ancestors() -> set[int]:
