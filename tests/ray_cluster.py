@@ -32,20 +32,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((HOST, port)) == 0
-
-
-@contextlib.contextmanager
-def ray_cluster() -> Iterator[str]:
-    """Start the head (2 CPUs, no dashboard) and yield its address; skip without Ray."""
-    pytest.importorskip("ray")
-    if not RAY.exists():
-        pytest.skip("the ray command is not installed next to this Python")
+def _start_head(temp: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+    """Start a head on a free port; its address once it says it has started, or None if it
+    exited first (another process took the port between our look and its bind: the Ray
+    clusters of two test files start side by side on their own random ports)."""
     port = free_port()
-    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
     argv = [
         str(RAY),
         "start",
@@ -58,21 +49,53 @@ def ray_cluster() -> Iterator[str]:
         "--disable-usage-stats",
         f"--temp-dir={temp}",
     ]
-    log = open(temp / "head.log", "wb")  # noqa: SIM115  (closed below)
-    head = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
+    log = temp / "head.log"
+    with log.open("ab") as out:
+        head = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    # Its GCS port listens seconds before the node is up (3 s against 1.2 s here when idle,
+    # longer under load): a client that connects in between can fail. "ray start" says when.
+    deadline = time.monotonic() + 90
+    while "Ray runtime started" not in log.read_text("utf-8", "replace"):
+        if head.poll() is not None:
+            _kill(head)  # whatever it had started
+            return None
+        if time.monotonic() > deadline:
+            _kill(head)
+            pytest.fail(f"the Ray head did not start in 90 s: {log.read_text()}")
+        time.sleep(0.3)
+    return head, f"{HOST}:{port}"
+
+
+def _kill(head: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        head.wait(10)
+
+
+@contextlib.contextmanager
+def ray_cluster() -> Iterator[str]:
+    """Start the head (2 CPUs, no dashboard) and yield its address; skip without Ray."""
+    pytest.importorskip("ray")
+    if not RAY.exists():
+        pytest.skip("the ray command is not installed next to this Python")
+    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
+    started = None
     try:
-        deadline = time.monotonic() + 60
-        while not _listening(port):
-            if head.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Ray head did not start: {(temp / 'head.log').read_text()}")
-            time.sleep(0.3)
-        yield f"{HOST}:{port}"
+        for _ in range(3):
+            started = _start_head(temp)
+            if started is not None:
+                break
+        if started is None:
+            pytest.fail(f"the Ray head exited three times: {(temp / 'head.log').read_text()}")
+        yield started[1]
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(10)
-        log.close()
+        if started is not None:
+            _kill(started[0])
         shutil.rmtree(temp, ignore_errors=True)
