@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import Xlib.display
+import Xlib.error
 import Xlib.X
 from typer.testing import CliRunner
 
@@ -26,7 +27,12 @@ from agent_s.desktop import _xproto
 from agent_s.desktop.base import Monitor, ScreenGeometry, WindowInfo
 from agent_s.desktop.monitors import monitor_to_capture, parse_monitor_choice
 from agent_s.desktop.ops import Point
-from agent_s.desktop.virtual import VirtualDesktop, parse_monitors, temporary_environ
+from agent_s.desktop.virtual import (
+    VirtualDesktop,
+    marked_processes,
+    parse_monitors,
+    temporary_environ,
+)
 from agent_s.errors import DesktopSetupError
 from agent_s.grounding import AccessibilityTree
 from agent_s.settings import load_settings
@@ -121,7 +127,7 @@ def test_monitor_layouts_parse_and_refuse_bad_ones() -> None:
     assert VirtualDesktop(monitors="800x600,640x480+800+300").width == 1440
 
 
-def test_a_virtual_desktop_starts_with_monitors_at_an_offset() -> None:
+def test_a_virtual_desktop_starts_with_monitors_at_an_offset(tmp_path: Path) -> None:
     """RandR and Xinerama (what openbox reads) both show the monitors; a window maximised
     on the second monitor fills that monitor, not the screen."""
     with VirtualDesktop(monitors="800x600,640x480+800+300", accessibility=False) as desk:
@@ -143,14 +149,19 @@ def test_a_virtual_desktop_starts_with_monitors_at_an_offset() -> None:
                 (0, 0, 800, 600, True),
                 (800, 300, 640, 480, False),
             ]
-            desk.launch(["xterm", "-title", "on-the-side", "-geometry", "40x10+850+350"])
+            log = tmp_path / "xterm.log"
+            with log.open("wb") as out:
+                term_proc = desk.launch(
+                    ["xterm", "-title", "on-the-side", "-geometry", "40x10+850+350"], stderr=out
+                )
 
             def window() -> WindowInfo | None:
                 found = [w for w in _xproto.read_windows(x) if w.title == "on-the-side"]
                 return found[0] if found else None
 
-            term = _wait(window)
-            assert term is not None, _xproto.read_windows(x)
+            # a program's first window on a new desktop: as long as other tests wait for one
+            term = _wait(window, timeout=15)
+            assert term is not None, _not_shown(desk, term_proc, log)
             assert term.width < 400  # 40 columns
             maximise(x, term.id)
             big = _wait(lambda: (w := window()) is not None and w.width > 400 and w)
@@ -161,6 +172,31 @@ def test_a_virtual_desktop_starts_with_monitors_at_an_offset() -> None:
         assert (big.x, big.width) == (800, 640), big
         assert 300 < big.y < big.y + big.height <= 780, big
         assert big.height > 400, big
+
+
+def _not_shown(desk: VirtualDesktop, proc: subprocess.Popen[bytes], log: Path) -> str:
+    """Why no window was listed: the program's state and words, the desktop's programs and
+    what its X server holds."""
+    with temporary_environ(XAUTHORITY=desk.env["XAUTHORITY"]):
+        x = Xlib.display.Display(desk.display)
+    try:
+        mapped = []
+        for child in x.screen().root.query_tree().children:
+            with contextlib.suppress(Xlib.error.XError):
+                if child.get_attributes().map_state == Xlib.X.IsViewable:
+                    mapped.append(f"{child.id:#x} {child.get_wm_name()!r}")
+        managed = _xproto.read_windows(x)
+    finally:
+        x.close()
+    programs = []
+    for pid in marked_processes(desk.token):
+        with contextlib.suppress(OSError):
+            programs.append(Path(f"/proc/{pid}/comm").read_text().strip())
+    return (
+        f"xterm {'running' if proc.poll() is None else f'exited {proc.returncode}'}, said "
+        f"{log.read_text(errors='replace')!r}; the desktop's programs {sorted(programs)}; "
+        f"managed windows {managed}; mapped top-level windows {mapped}"
+    )
 
 
 def maximise(x: Xlib.display.Display, window_id: int) -> None:
