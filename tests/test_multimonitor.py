@@ -159,8 +159,7 @@ def test_a_virtual_desktop_starts_with_monitors_at_an_offset(tmp_path: Path) -> 
                 found = [w for w in _xproto.read_windows(x) if w.title == "on-the-side"]
                 return found[0] if found else None
 
-            # a program's first window on a new desktop: as long as other tests wait for one
-            term = _wait(window, timeout=15)
+            term = _wait(window)
             assert term is not None, _not_shown(desk, term_proc, log)
             assert term.width < 400  # 40 columns
             maximise(x, term.id)
@@ -255,7 +254,9 @@ def monitors_on(desktop: Any, x11: Any, layout: Sequence[Monitor]) -> Iterator[N
         )
 
 
-def _wait(predicate: Any, timeout: float = 5.0) -> Any:
+def _wait(predicate: Any, timeout: float = 15.0) -> Any:
+    """``predicate()`` once true, else its last value after ``timeout`` (as long as other tests
+    wait for a program's first window: a loaded machine is slow, a passing wait returns early)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
