@@ -302,8 +302,8 @@ class Settings(BaseSettings):
             raise ConfigError(
                 "no model configured: pass --model NAME (and --provider "
                 f"{'|'.join(PROVIDERS)}), or set AGENT_S_MODEL and AGENT_S_PROVIDER (or [model] "
-                "name and provider in the configuration file); the API key comes from --api-key "
-                "or the provider's variable (OPENAI_API_KEY, ANTHROPIC_API_KEY)",
+                "name and provider in the configuration file); the API key comes from the "
+                "provider's variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) or --api-key-file PATH",
                 setting="--model",
             )
         provider = self.model.provider or _guess_provider(name, base_url)

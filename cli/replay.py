@@ -105,6 +105,7 @@ def run_script(script: Script, given: ReplayOptions) -> None:
         _approver,
         _check_argv,
         _desktop,
+        _nobody_approves,
         _step_line,
         _writable_folder,
         run_settings,
@@ -139,9 +140,11 @@ def run_script(script: Script, given: ReplayOptions) -> None:
         if settings.record_dir is not None:
             _writable_folder(Path(settings.record_dir))
         argv = _check_argv(given.check)
-        approver = _approver(err, settings.safety.mode)
+        approver = _approver(err)
     except (AgentSError, ValueError) as error:
         raise _fail(err, str(error)) from error
+    if approver is None:
+        _nobody_approves(err, settings.safety.mode)
     err.print(
         f"[bold]replay:[/] {_safe(script.task)}  [dim]({len(script.steps)} steps from "
         f"{_safe(script.source or 'a workflow')})[/]",

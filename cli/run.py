@@ -277,12 +277,18 @@ def run_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = N
     return load_settings(flag_values(flags), environ=environ, defaults=RUN_DEFAULTS)
 
 
-def _approver(err: Console, mode: str) -> Any:
-    """The terminal approver when stdin is a terminal; otherwise none (and say what follows)."""
+def _approver(err: Console) -> Any:
+    """The terminal approver when stdin is a terminal; otherwise none (``_nobody_approves``)."""
     if sys.stdin.isatty():
         from agent_s.cli.approve import CliApprover
 
         return CliApprover(err)
+    return None
+
+
+def _nobody_approves(err: Console, mode: str) -> None:
+    """Say what follows from no approver in a mode that asks: said once the run can start, so
+    that a configuration error (a missing key) is the only line when it cannot."""
     if mode in ("confirm", "confirm-all"):
         err.print(
             f"safety mode {mode}: stdin is not a terminal, so nobody can approve; actions that "
@@ -294,7 +300,6 @@ def _approver(err: Console, mode: str) -> Any:
             highlight=False,
             soft_wrap=True,
         )
-    return None
 
 
 def run(
@@ -482,7 +487,7 @@ def run(
         if settings.record_dir is not None:
             _writable_folder(Path(settings.record_dir))
         argv = _check_argv(check)
-        approver = _approver(err, settings.safety.mode)
+        approver = _approver(err)
         store = resolved.memory.open() if not dry_run else None
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
             model_config,
@@ -502,6 +507,8 @@ def run(
     except (AgentSError, ValueError) as error:
         err.print(f"[red]error:[/] {_safe(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from error
+    if approver is None:
+        _nobody_approves(err, settings.safety.mode)
     if best_of is not None or workers is not None or judge is not None:
         from agent_s.bestofn.command import run_command
 

@@ -336,6 +336,24 @@ def test_with_nobody_to_approve_the_warning_says_how_to_allow_actions(tmp_path: 
     assert "[[safety.rules]] with effect = 'allow'" in warning
 
 
+def test_a_run_that_cannot_start_says_only_why(tmp_path: Path) -> None:
+    """A missing key or model exits 2 with one error, not after a warning about approvals
+    that no run will need; the error names the key's variable and --api-key-file."""
+    env = {k: v for k, v in _NO_DISPLAY.items() if k != "OPENAI_API_KEY"}
+    env["AGENT_S_CONFIG"] = str(tmp_path / "config.toml")
+    (tmp_path / "config.toml").write_text("")
+    no_key = _agent_s(["run", "--model", "gpt-4o", "open the calculator"], env=env)
+    assert no_key.returncode == 2
+    assert _lines(no_key.stderr) == [
+        "error: OPENAI_API_KEY is not set: the OpenAI API needs an API key"
+    ]
+    no_model = _agent_s(["run", "open the calculator"], env=env)
+    assert no_model.returncode == 2
+    (line,) = _lines(no_model.stderr)
+    assert line.startswith("error: no model configured: pass --model NAME"), line
+    assert "OPENAI_API_KEY" in line and "--api-key-file PATH" in line, line
+
+
 # -- 7: bench tables are whole at any width, piped or not -------------------------------------
 
 _DOMAIN = "libreoffice_impress_with_a_long_domain_name"
