@@ -351,7 +351,8 @@ def test_a_run_that_cannot_start_says_only_why(tmp_path: Path) -> None:
     assert no_model.returncode == 2
     (line,) = _lines(no_model.stderr)
     assert line.startswith("error: no model configured: pass --model NAME"), line
-    assert "OPENAI_API_KEY" in line and "--api-key-file PATH" in line, line
+    assert "OPENAI_API_KEY" in line, line
+    assert "--api-key-file PATH" in line, line
 
 
 # -- 7: bench tables are whole at any width, piped or not -------------------------------------

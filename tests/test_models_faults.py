@@ -27,8 +27,9 @@ from agent_s.models import (
     build_adapter,
     build_provider,
 )
-from agent_s.models.endpoints import settings_from_env
-from agent_s.models.retry import call_with_retries, parse_retry_after
+from agent_s.models._common import _reach_fix
+from agent_s.models.endpoints import endpoint_for, settings_from_env
+from agent_s.models.retry import call_with_retries, parse_retry_after, retry_line
 from agent_s.testing.scripted_replies import (
     bad_request,
     garbage,
@@ -286,6 +287,28 @@ def test_no_server_at_all_is_provider_unavailable() -> None:
     assert caught.value.status is None
     assert caught.value.attempts == 2
     assert len(sleeps) == 1
+    # the error names the fix; a retry's progress line names only the cause
+    message = str(caught.value)
+    assert message.endswith(
+        "is the model server running and listening there? Start it, or "
+        "give its address with --base-url"
+    ), message
+    line = retry_line(1, 2, caught.value, 1.0)
+    assert line == f"waiting for the model: attempt 2/2 after {caught.value.summary}", line
+    assert "Start it" not in line
+    assert url in line
+
+
+def test_the_fix_for_an_unreachable_endpoint_suits_where_it_is() -> None:
+    local = _reach_fix(endpoint_for("openai_compatible", "http://localhost:11434/v1"))
+    assert "is the model server running" in local
+    assert "--base-url" in local
+    hosted = _reach_fix(endpoint_for("openai_chat", "https://api.openai.com/v1"))
+    assert "network connection" in hosted
+    assert "HTTPS_PROXY" in hosted
+    remote = _reach_fix(endpoint_for("openai_compatible", "http://10.1.2.3:8000/v1"))
+    assert "this machine can reach it" in remote
+    assert "correct --base-url" in remote
 
 
 def test_only_retryable_errors_are_retried() -> None:

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
-from agent_s.models.endpoints import ProviderSettings
+from agent_s.models.endpoints import Endpoint, ProviderSettings
 from agent_s.models.errors import (
     AuthenticationError,
     BadRequest,
@@ -101,6 +102,26 @@ def _cut_off(err: json.JSONDecodeError) -> bool:
     return doc[pos] == '"' and _OPEN_STRING.fullmatch(doc, pos) is not None
 
 
+def _reach_fix(endpoint: Endpoint) -> str:
+    """What to do when the endpoint cannot be reached: start the local server, or check the
+    network (and the proxy the SDK reads from the environment) for a remote one."""
+    host = (urlsplit(endpoint.base_url).hostname or "").lower()
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return (
+            "is the model server running and listening there? Start it, or give its address "
+            "with --base-url"
+        )
+    if endpoint.hosted:
+        return (
+            "check this machine's network connection (a proxy goes in HTTPS_PROXY), or give "
+            "another address with --base-url"
+        )
+    return (
+        "check that the server is running and this machine can reach it (a proxy goes in "
+        "HTTPS_PROXY), or correct --base-url"
+    )
+
+
 @contextmanager
 def translated_errors(
     sdk: ModuleType, settings: ProviderSettings, timeout_s: float | None = None
@@ -121,7 +142,9 @@ def translated_errors(
     except sdk.APIConnectionError as err:
         cause = type(err.__cause__).__name__ if err.__cause__ else "connection error"
         at = "" if endpoint.base_url in endpoint.label else f" at {endpoint.base_url}"
-        raise ProviderUnavailable(f"cannot reach {endpoint.label}{at} ({cause})") from err
+        raise ProviderUnavailable(
+            f"cannot reach {endpoint.label}{at} ({cause})", fix=_reach_fix(endpoint)
+        ) from err
     except sdk.APIResponseValidationError as err:
         raise MalformedResponse(
             f"{endpoint.label} sent a reply that does not fit the API's schema",

@@ -44,9 +44,15 @@ class ProviderUnavailable(ModelError):
     retryable: ClassVar[bool] = True
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        fix: str = "",
     ) -> None:
-        super().__init__(message)
+        super().__init__(f"{message}: {fix}" if fix else message)
+        self.summary = message  # without the fix: what a retry's progress line shows
         self.status = status
         self.retry_after = retry_after
 

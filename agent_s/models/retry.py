@@ -123,7 +123,8 @@ def retry_line(attempt: int, max_attempts: int, error: ModelError, delay: float)
     """The progress line for a retry: "waiting for the model: attempt 2/4 after a timeout of
     60 s" (the attempt about to start, after what ended the one before)."""
     timeout_s = getattr(error, "timeout_s", None)
-    why = f"a timeout of {timeout_s:g} s" if timeout_s is not None else str(error)[:200]
+    said = getattr(error, "summary", None) or str(error)  # the cause, not the fix again
+    why = f"a timeout of {timeout_s:g} s" if timeout_s is not None else said[:200]
     return f"waiting for the model: attempt {attempt + 1}/{max_attempts} after {why}"
 
 
