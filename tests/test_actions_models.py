@@ -199,7 +199,8 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     def goto(ref: str) -> list[ops.Op]:
         return [
             ops.Hotkey(("ctrl", "shift", "f5")),
-            ops.Sleep(NAME_BOX_PAUSE, settle=True),  # the Name Box takes a moment to take keys
+            # until the Name Box has the focus (it takes a moment to take keys)
+            ops.Sleep(NAME_BOX_PAUSE, settle=True, name_box=True, cell=ref),
             ops.TypeText(f"$'It''s data'.{ref}"),
             ops.Hotkey(("enter",)),
             ops.Hotkey(("delete",)),
@@ -236,7 +237,7 @@ def test_set_cell_values_plan_goes_through_the_name_box() -> None:
     plain = SetCellValuesAction(cell_values={"A1": False, "A2": ""}, app_name="Calc")
     assert plain.plan()[2:6] == [
         ops.Hotkey(("ctrl", "shift", "f5")),
-        ops.Sleep(NAME_BOX_PAUSE, settle=True),
+        ops.Sleep(NAME_BOX_PAUSE, settle=True, name_box=True, cell="A1"),
         ops.TypeText("A1"),
         ops.Hotkey(("enter",)),
     ]

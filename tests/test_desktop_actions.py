@@ -15,6 +15,7 @@ the PRIMARY selection, the active window as xprop reads it, a LibreOffice docume
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -29,9 +30,11 @@ from conftest import atspi_texts
 from polling import wait_until as _wait
 
 from agent_s.actions import parse_action
+from agent_s.desktop import namebox, ops
 from agent_s.desktop.base import perform
 from agent_s.desktop.ops import Point
 from agent_s.desktop.virtual import VirtualDesktop
+from agent_s.errors import ActionExecutionError
 
 OSWORLD_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 INJECTION = "'); import os; os.remove('x"
@@ -344,6 +347,41 @@ def test_set_cell_values(run: Runner, apps: Any, x11: Any, tmp_path: Path) -> No
         "C2": (7.0, "of:=[.C1]*2"),
         "A3": ("Two\nLines", None),
     }
+
+
+def test_set_cell_values_waits_for_the_name_box_and_stops_when_it_never_takes_the_focus(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    """Calc's accessibility tree says when its Name Box has the focus; while a dialog holds the
+    focus, set_cell_values stops before typing a reference anywhere. Had it gone on, "B1" and
+    Enter would have closed the dialog, and the value gone into A1: no cell changes."""
+    path = tmp_path / "focus.ods"
+    _write_ods(path, "Data", [["old", "stays"]])
+    calc = apps(["localc", "--norestore", str(path)], window="focus.ods", timeout=60).window
+    _wait(lambda: _name_box_works(x11), timeout=30, what="Calc to take its shortcuts")
+    assert namebox.wait_focused(calc.pid, limit=0.3) is False  # the sheet has it
+    x11.hotkey(["ctrl", "shift", "f5"])
+    assert namebox.wait_focused(calc.pid) is True
+    x11.hotkey(["escape"])
+    assert namebox.wait_focused(os.getpid(), limit=0.3) is None  # no tree: cannot tell
+
+    x11.hotkey(["ctrl", "1"])  # Format Cells: a dialog of Calc's that keeps the focus
+    dialog = x11.wait_for_window(lambda w: w.pid == calc.pid and w.id != calc.id, 20)
+    action = parse_action("agent.set_cell_values({'B1': 'typed'}, 'focus.ods')")
+    plan = action.plan([])
+    assert isinstance(plan[0], ops.Activate)  # refused while a dialog is open: skipped here,
+    # as if the dialog had come up after it (a recovery or tip dialog of a new Calc does)
+    with pytest.raises(ActionExecutionError, match="Name Box did not take the focus") as err:
+        perform(x11, plan[2:])
+    assert "before B1" in str(err.value)
+    x11.activate(dialog.title)
+    x11.hotkey(["escape"])
+    _wait(lambda: dialog.id not in {w.id for w in x11.windows()}, what="the dialog to close")
+    saved = path.stat().st_mtime_ns
+    x11.hotkey(["ctrl", "s"])
+    _wait(lambda: path.stat().st_mtime_ns != saved, timeout=20, what="Calc to save")
+    cells = _wait(lambda: _read_ods(path, "Data"), what="a readable saved file")
+    assert cells == {"A1": ("old", None), "B1": ("stays", None)}
 
 
 # -- waiting --------------------------------------------------------------------------------------

@@ -452,7 +452,8 @@ class SetCellValuesAction(ActionModel):
         # Calc takes a moment after it is raised, and after ctrl+shift+F5, before keys reach
         # the Name Box: sent at once, the reference lands in the cell under the cursor. A busy
         # Calc (loaded machine, recalculation) takes longer than any fixed pause: the live
-        # backends then also wait until Calc is idle (settle); rendered code pauses only.
+        # backends wait until Calc is idle (settle), and for the Name Box's focus (below);
+        # rendered code pauses only.
         plan: list[ops.Op] = [ops.Activate(self.app_name), ops.Sleep(NAME_BOX_PAUSE, settle=True)]
         prefix = ""
         if self.sheet_name is not None:
@@ -463,7 +464,12 @@ class SetCellValuesAction(ActionModel):
             # desktop: the box gets focus with its text selected; typing a reference and Enter
             # moves the cell cursor there, on another sheet too). It avoids F5 (the Navigator)
             # and does not depend on where the cursor was, unlike ctrl+Home plus arrow keys.
-            plan += [ops.Hotkey((mod, "shift", "f5")), ops.Sleep(NAME_BOX_PAUSE, settle=True)]
+            # The live backends then wait until the Name Box shows that it has the focus (in
+            # the accessibility tree), and stop the action if it never does.
+            plan += [
+                ops.Hotkey((mod, "shift", "f5")),
+                ops.Sleep(NAME_BOX_PAUSE, settle=True, name_box=True, cell=ref),
+            ]
             plan.append(ops.TypeText(prefix + ref))
             # Delete empties the selected cell. F2 then edits it: typing into a cell that is only
             # selected would replace whatever an earlier paste (non-ASCII text) put there.

@@ -10,6 +10,7 @@ from PIL import Image
 
 from agent_s.desktop import ops
 from agent_s.desktop.ops import Button, Point
+from agent_s.errors import ActionExecutionError
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,8 @@ def perform(
                 backend.hold_and_press(hold, press)
             case ops.TypeText(text=text):
                 backend.type_text(text)
+            case ops.Sleep(name_box=True):
+                _await_name_box(backend, op)
             case ops.Sleep(seconds=seconds, settle=settle):
                 backend.sleep(seconds, settle)
             case ops.Open(target=target):
@@ -182,3 +185,19 @@ def perform(
                 backend.activate(app)
             case _:
                 raise TypeError(f"not a desktop operation: {op!r}")
+
+
+def _await_name_box(backend: DesktopBackend, op: ops.Sleep) -> None:
+    """Until Calc's Name Box has the focus; as a settling sleep where the tree cannot tell."""
+    from agent_s.desktop import namebox
+
+    focused = namebox.wait_focused(namebox.front_pid(backend))
+    if focused is None:
+        backend.sleep(op.seconds, op.settle)
+    elif not focused:
+        where = f" before {op.cell} (the cells before it were written)" if op.cell else ""
+        raise ActionExecutionError(
+            f"Calc's Name Box did not take the focus after ctrl+shift+F5 within "
+            f"{namebox.LIMIT:g} s, so nothing more was typed{where}: Calc may be busy, just "
+            "started, or showing a dialog; look at the screen, then try again"
+        )

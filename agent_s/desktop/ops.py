@@ -76,10 +76,17 @@ class TypeText:
 @dataclass(frozen=True)
 class Sleep:
     """Wait ``seconds``; with ``settle``, then also until the program of the front window has
-    handled what it was sent (at most a few seconds more; ``agent_s.desktop.settle``)."""
+    handled what it was sent (at most a few seconds more; ``agent_s.desktop.settle``).
+
+    ``name_box``: wait instead until LibreOffice Calc's Name Box has the focus, where its
+    accessibility tree shows it (``agent_s.desktop.namebox``), and fail the action if it never
+    takes it; where the tree cannot tell, wait as above. ``cell``: the cell about to be
+    written, for that failure's message."""
 
     seconds: float
     settle: bool = False
+    name_box: bool = False
+    cell: str = ""
 
 
 @dataclass(frozen=True)
