@@ -1,17 +1,19 @@
 """Whether LibreOffice Calc's Name Box has the focus, as its accessibility tree shows it.
 
 ``set_cell_values`` moves to each cell by focusing the Name Box (ctrl+shift+F5) and typing the
-cell's reference there. Calc moves the focus in a posted event, after it has read the key; a
-busy or just-started Calc may take longer than any pause, or drop the key, and the reference
-then lands in the cell under the cursor. Watching the Name Box itself removes the guess: the
-keys that follow are sent only once the Name Box holds the focus, and when it never does, the
-action stops before typing anything into the wrong place.
+cell's reference there. A busy or just-started Calc may take the focus there later than any
+pause, or not at all, and the reference then lands in the cell under the cursor (seen on a
+loaded machine: a pause and ``settle`` were not enough). Watching the Name Box itself removes
+the guess: the keys that follow are sent once the Name Box holds the focus, and when it never
+does, the action stops before typing anything into the wrong place.
 
 The Name Box is found once per Calc process: in a tool bar (the formula bar), the editable
 text beside a combo box whose text reads as a cell reference ("A1", "B2:C5", "R1C1"); the
-document, menus and lists are never walked (a sheet's tree is huge, a menu's slow). Where it
-cannot be found (no accessibility bus, a VCL plugin without a tree, another application in
-front) the answer is "cannot tell" and the caller waits as before (a pause and ``settle``).
+document, menus and lists are never walked (a sheet's tree is huge, a menu's slow). It has the
+focus when its text or its combo box says so. Where it cannot be found (no accessibility bus, a
+VCL plugin without a tree, another application in front), and until this Calc's tree has once
+shown it focused (a version that reports the focus elsewhere must not be refused every time),
+the answer is "cannot tell" and the caller waits as before (a pause and ``settle``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ _REFERENCE = re.compile(
 )
 
 _lock = threading.Lock()
-_found: dict[int, Any] = {}  # Calc's pid -> its Name Box's accessible
+_found: dict[int, tuple[Any, Any]] = {}  # Calc's pid -> its Name Box's text and combo box
+_proven: set[int] = set()  # pids whose tree has shown the Name Box focused
 _missing: dict[int, float] = {}  # pid -> when its Name Box was looked for in vain
 
 
@@ -79,6 +82,10 @@ def wait_focused(pid: int | None, limit: float = LIMIT) -> bool | None:
         if state is not False:
             return state
         if time.monotonic() >= deadline:
+            with _lock:
+                proven = pid in _proven
+            if not proven:  # this Calc's tree never showed the focus there: no evidence
+                return None
             # before saying no: the element watched may be one Calc replaced without saying
             # so (tool bars rebuilt); found again, the answer stands
             _forget(pid)
@@ -99,14 +106,18 @@ def _look(pid: int) -> bool | None:
         if box is None:
             return None
         try:
-            states = box.get_state_set()
+            states = [element.get_state_set() for element in box]
         except Exception:  # GLib.Error: Calc went away, or rebuilt its tool bars
             _forget(pid)
             return None
-        if states.contains(atspi.StateType.DEFUNCT):
+        if any(state.contains(atspi.StateType.DEFUNCT) for state in states):
             _forget(pid)
             return None
-        return bool(states.contains(atspi.StateType.FOCUSED))
+        focused = any(state.contains(atspi.StateType.FOCUSED) for state in states)
+        if focused:
+            with _lock:
+                _proven.add(pid)
+        return focused
     finally:
         ATSPI_LOCK.release()
 
@@ -168,7 +179,7 @@ def _walk(
         if "combo box" in roles:
             for child, child_role in zip(children, roles, strict=True):
                 if child_role == "text" and _shows_a_reference(atspi, child):
-                    return child
+                    return child, children[roles.index("combo box")]
     for child in children:
         found = _walk(atspi, child, in_tool_bar, budget, deadline, depth + 1)
         if found is not None:
