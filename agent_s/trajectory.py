@@ -194,7 +194,10 @@ def load_trajectory(folder: Path | str) -> Trajectory:
     folder = Path(folder)
     lines_path = folder / TRAJECTORY_FILE
     if not lines_path.is_file():
-        raise FileNotFoundError(f"{folder} is not a trajectory folder: no {TRAJECTORY_FILE}")
+        raise FileNotFoundError(
+            f"{folder} is not a trajectory folder: no {TRAJECTORY_FILE} (give the folder "
+            "agent-s run printed as trajectory:, under ~/.local/share/agent-s/runs by default)"
+        )
     raw = lines_path.read_text(encoding="utf-8").split("\n")
     steps: list[Step] = []
     torn = False

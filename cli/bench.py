@@ -572,7 +572,14 @@ def report(
         line = f"[red]unreadable:[/] {escape(bad['folder'])}: {escape(bad['problem'])}"
         err.print(line, highlight=False, soft_wrap=True)
     if not records:
-        err.print(f"[red]error:[/] no task results under {escape(str(results))}")
+        where = escape(str(results))
+        missing = "" if results.exists() else " (it does not exist)"
+        err.print(
+            f"[red]error:[/] no task results under {where}{missing}: give the folder agent-s "
+            "bench run wrote them to (its --results)",
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(2)
     runs = group(records)
     if len(runs) > 1:

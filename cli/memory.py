@@ -198,6 +198,7 @@ def search(
     kinds = _kinds(kind)
     with _open(db) as store:
         hits = _guarded(lambda: store.search(query, k=k, kinds=kinds))
+        entries = store.stats()[0] if not hits else 0
     out = output.console()
     if as_json:
         out.print_json(json.dumps([{**_as_json(h.entry), "score": h.score} for h in hits]))
@@ -205,7 +206,14 @@ def search(
         for hit in hits:
             out.print(_line(hit.entry, hit.score), highlight=False, soft_wrap=True)
     if not hits:
-        raise _fail("nothing matched", 1) if not as_json else typer.Exit(1)
+        if not as_json:  # an answer, not an error: said on stderr, exit 1 as grep does
+            output.console(stderr=True).print(
+                f"nothing matched {escape(output.printable(query))!r} ({entries} entries in "
+                "the memory; agent-s memory list shows them)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        raise typer.Exit(1)
 
 
 @memory_app.command(cls=Command)

@@ -246,7 +246,9 @@ def replay(
     try:
         script = script_of(run_dir)
     except (OSError, ValueError) as error:
-        raise _fail(err, f"{error} (give the folder agent-s run printed as trajectory:)") from error
+        hint = "give the folder agent-s run printed as trajectory:"
+        said = str(error) if hint in str(error) else f"{error} ({hint})"
+        raise _fail(err, said) from error
     given = ReplayOptions(
         heal,
         virtual,

@@ -325,6 +325,32 @@ def test_every_help_shows_flags_as_flags_and_whole_variable_names(columns: str) 
                 assert f"env {variable})" in block, f"{name} does not name {variable}: {shown}"
 
 
+def test_a_wrong_folder_or_an_empty_search_says_what_to_give(tmp_path: Path) -> None:
+    """Each names the folder to give instead; a search that finds nothing is an answer (exit
+    1, as grep), not an error."""
+    env = {**_NO_DISPLAY, "HOME": str(tmp_path), "AGENT_S_MEMORY_DB": str(tmp_path / "m.db")}
+    for args in (["replay", str(tmp_path)], ["export", str(tmp_path), "--format", "osworld"]):
+        done = _agent_s(args, env=env)
+        assert done.returncode == 2, done.stderr
+        (line,) = _lines(done.stderr)
+        assert line == (
+            f"error: {tmp_path} is not a trajectory folder: no trajectory.jsonl (give the folder "
+            "agent-s run printed as trajectory:, under ~/.local/share/agent-s/runs by default)"
+        )
+    done = _agent_s(["bench", "report", str(tmp_path / "runs")], env=env)
+    assert done.returncode == 2
+    (line,) = _lines(done.stderr)
+    assert line == (
+        f"error: no task results under {tmp_path / 'runs'} (it does not exist): give the folder "
+        "agent-s bench run wrote them to (its --results)"
+    )
+    done = _agent_s(["memory", "search", "calculator"], env=env)
+    assert done.returncode == 1
+    assert _lines(done.stderr) == [
+        "nothing matched 'calculator' (0 entries in the memory; agent-s memory list shows them)"
+    ]
+
+
 def test_with_nobody_to_approve_the_warning_says_how_to_allow_actions(tmp_path: Path) -> None:
     env = {**_NO_DISPLAY, "AGENT_S_CONFIG": str(tmp_path / "config.toml")}
     (tmp_path / "config.toml").write_text("")
