@@ -110,7 +110,9 @@ def choose_backend(env: Mapping[str, str]) -> BackendChoice:
     return BackendChoice(
         None,
         "no desktop session: neither DISPLAY nor WAYLAND_DISPLAY is set",
-        "run inside a desktop session, or let agent-s start a virtual one (--virtual)",
+        "run inside a desktop session, or let agent-s start a virtual one (--virtual on the "
+        "command line; in Python, an Agent with backend= on a VirtualDesktop, as the README "
+        "shows)",
     )
 
 

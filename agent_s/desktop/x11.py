@@ -146,7 +146,9 @@ class X11Backend:
         if not name:
             raise DisplayUnavailableError(
                 "no X display: DISPLAY is not set and no display was given. Run inside an X "
-                "session, pass display=':N', or let agent-s start a virtual one (--virtual)."
+                "session, pass display=':N', or let agent-s start a virtual one (--virtual on the "
+                "command line; in Python, an Agent with backend= on a VirtualDesktop, as the "
+                "README shows)."
             )
         self.display = name
         missing = [
