@@ -271,8 +271,14 @@ def observation_from_png(data: bytes, screen: tuple[int, int] | None = None) -> 
     """An observation from screenshot bytes alone: one monitor, ``screen`` (width, height)
     points large (default: the image's size; a screenshot at another scale, the same in both
     directions, maps onto it)."""
-    with Image.open(io.BytesIO(data)) as opened:
-        image = opened.convert("RGB")
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            image = opened.convert("RGB")
+    except (OSError, SyntaxError, ValueError) as err:  # UnidentifiedImageError is an OSError
+        raise ValueError(
+            f"the screenshot is not an image ({len(data)} bytes starting {bytes(data[:8])!r}): "
+            "pass the screen as PNG bytes"
+        ) from err
     width, height, scale = image.width, image.height, 1.0
     if screen is not None and screen != image.size:
         sx, sy = image.width / screen[0], image.height / screen[1]
@@ -407,13 +413,26 @@ class AgentS3:
     def predict(
         self, instruction: str, observation: Mapping[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
-        """One step on ``observation["screenshot"]`` (PNG bytes): (info, [code or sentinel])."""
+        """One step on ``observation["screenshot"]`` (PNG bytes): (info, [code or sentinel]).
+        An observation without a readable screenshot raises ValueError before anything starts."""
+        data = observation.get("screenshot") if isinstance(observation, Mapping) else None
+        if not isinstance(data, (bytes, bytearray, memoryview)) or not data:
+            if not isinstance(observation, Mapping):
+                got = f"a {type(observation).__name__}, not a mapping"
+            elif "screenshot" not in observation:
+                got = f"no 'screenshot' among its keys {sorted(map(str, observation))}"
+            else:
+                got = "empty bytes" if data == b"" else f"a {type(data).__name__}"
+            raise ValueError(
+                "predict needs observation['screenshot']: the screen as PNG bytes, as OSWorld's "
+                f"env.step and env.reset return it (got {got})"
+            )
+        screen = observation_from_png(bytes(data), self.screen)
         if instruction != self._instruction:
             self.agent.start(instruction)
             self._instruction, self._ended = instruction, None
         if self._ended is not None:
             return {"error": f"the task already ended ({self._ended})"}, [self._ended]
-        screen = observation_from_png(observation["screenshot"], self.screen)
         try:
             step = self.agent.step(screen, execute=False)
         except (RunEnded, ModelError, BudgetExceeded) as err:

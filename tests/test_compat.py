@@ -4,6 +4,7 @@ drive it (predict, execute the returned code in a separate process, next screens
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -75,6 +76,26 @@ def test_invalid_replies_become_fail_with_the_reason() -> None:
         info, actions = agent.predict("x", {"screenshot": blank})
     assert actions == ["FAIL"]
     assert "no usable action after 2 replies" in info["error"]
+
+
+def test_an_observation_without_a_screenshot_is_refused_before_any_call() -> None:
+    """Each bad observation raises a ValueError naming what was given; no model is asked (the
+    script is empty and strict), and a good observation afterwards still works."""
+    blank = png(Image.new("RGB", (640, 400), "white"))
+    with ScriptedModelServer([reply(act("agent.done()"))]) as server:
+        agent = AgentS3(engine(server), None, platform="linux", enable_reflection=False)
+        for observation, said in (
+            ({}, "got no 'screenshot' among its keys []"),
+            ({"screenshot": None, "a": 1}, "got a NoneType"),
+            ({"screenshot": b""}, "got empty bytes"),
+            ({"screenshot": "screen.png"}, "got a str"),
+            (["screenshot"], "got a list, not a mapping"),
+            ({"screenshot": b"not a png"}, "the screenshot is not an image (9 bytes starting"),
+        ):
+            with pytest.raises(ValueError, match=re.escape(said)):
+                agent.predict("x", observation)  # type: ignore[arg-type]
+        assert server.requests == []
+        assert agent.predict("x", {"screenshot": blank})[1] == ["DONE"]
 
 
 @pytest.fixture
