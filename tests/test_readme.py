@@ -645,7 +645,7 @@ def test_the_virtual_desktop_example_runs_an_agent_there(tmp_path: Path) -> None
     """No screen at all (DISPLAY unset): the agent works on the example's own desktop, and its
     typing reaches mousepad there (the next request reports the field's text)."""
     script = [
-        reply(act("agent.wait(seconds=2.0)")),  # mousepad's window comes up
+        reply(act("agent.wait(seconds=5.0)")),  # mousepad's window comes up (a loaded CI: 5 s)
         reply(act('agent.type(text="hello")')),
         reply(act("agent.done()")),
     ]
