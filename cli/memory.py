@@ -208,8 +208,9 @@ def search(
     if not hits:
         if not as_json:  # an answer, not an error: said on stderr, exit 1 as grep does
             output.console(stderr=True).print(
-                f"nothing matched {escape(output.printable(query))!r} ({entries} entries in "
-                "the memory; agent-s memory list shows them)",
+                f"nothing matched {output.printable(query)!r} ({entries} entries in the "
+                "memory; agent-s memory list shows them)",
+                markup=False,
                 highlight=False,
                 soft_wrap=True,
             )

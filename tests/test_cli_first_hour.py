@@ -349,6 +349,8 @@ def test_a_wrong_folder_or_an_empty_search_says_what_to_give(tmp_path: Path) -> 
     assert _lines(done.stderr) == [
         "nothing matched 'calculator' (0 entries in the memory; agent-s memory list shows them)"
     ]
+    done = _agent_s(["memory", "search", "[red]x"], env=env)  # the words as typed, no markup
+    assert _lines(done.stderr)[0].startswith("nothing matched '[red]x' (0 entries"), done.stderr
 
 
 def test_with_nobody_to_approve_the_warning_says_how_to_allow_actions(tmp_path: Path) -> None:
