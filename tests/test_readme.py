@@ -643,12 +643,8 @@ def test_the_actions_example_runs(tmp_path: Path) -> None:
 
 def test_the_virtual_desktop_example_runs_an_agent_there(tmp_path: Path) -> None:
     """No screen at all (DISPLAY unset): the agent works on the example's own desktop, and its
-    typing reaches mousepad there (the next request reports the field's text)."""
-    script = [
-        reply(act("agent.wait(seconds=5.0)")),  # mousepad's window comes up (a loaded CI: 5 s)
-        reply(act('agent.type(text="hello")')),
-        reply(act("agent.done()")),
-    ]
+    typing reaches mousepad there (its title marks the document changed)."""
+    script = [reply(act('agent.type(text="hello")')), reply(act("agent.done()"))]
     session = ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
     (tmp_path / "empty.toml").write_text("")
     with ScriptedModelServer(script) as server:
@@ -665,8 +661,9 @@ def test_the_virtual_desktop_example_runs_an_agent_there(tmp_path: Path) -> None
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("RunStatus.SUCCEEDED"), done.stdout
-    assert len(requests) == 3
-    assert "now reads 'hello'" in json.dumps(requests[2].body), requests[2].body
+    assert len(requests) == 2
+    told = json.dumps(requests[1].body)
+    assert "*Untitled 1 - Mousepad" in told, told[-3000:]  # mousepad's title: its text changed
 
 
 def _sdk_env(
