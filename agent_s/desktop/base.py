@@ -190,8 +190,9 @@ def perform(
 def _await_name_box(backend: DesktopBackend, op: ops.Sleep) -> None:
     """Until Calc's Name Box has the focus; as a settling sleep where the tree cannot tell."""
     from agent_s.desktop import namebox
+    from agent_s.desktop.settle import front_pid
 
-    focused = namebox.wait_focused(namebox.front_pid(backend))
+    focused = namebox.wait_focused(front_pid(backend))
     if focused is None:
         backend.sleep(op.seconds, op.settle)
     elif not focused:

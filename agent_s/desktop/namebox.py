@@ -21,13 +21,9 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_s.desktop.atspi import ATSPI_LOCK, AccessibilityUnavailable, bindings
-from agent_s.errors import AgentSError
-
-if TYPE_CHECKING:
-    from agent_s.desktop.base import DesktopBackend
 
 #: seconds the Name Box has to take the focus after ctrl+shift+F5
 LIMIT = 5.0
@@ -60,14 +56,6 @@ _lock = threading.Lock()
 _found: dict[int, tuple[Any, Any]] = {}  # Calc's pid -> its Name Box's text and combo box
 _proven: set[int] = set()  # pids whose tree has shown the Name Box focused
 _missing: dict[int, float] = {}  # pid -> when its Name Box was looked for in vain
-
-
-def front_pid(backend: DesktopBackend) -> int | None:
-    try:
-        front = next((w for w in backend.windows() if w.active), None)
-    except AgentSError:
-        return None
-    return front.pid if front is not None else None
 
 
 def wait_focused(pid: int | None, limit: float = LIMIT) -> bool | None:
@@ -197,4 +185,4 @@ def _shows_a_reference(atspi: Any, element: Any) -> bool:
     return _REFERENCE.fullmatch(text) is not None
 
 
-__all__ = ["LIMIT", "front_pid", "wait_focused"]
+__all__ = ["LIMIT", "wait_focused"]

@@ -74,14 +74,20 @@ def until_idle(pid: int | None, limit: float = LIMIT) -> bool:
     return False
 
 
-def until_front_idle(backend: DesktopBackend, limit: float = LIMIT) -> bool:
-    """``until_idle`` for the program of ``backend``'s front window; False at once when there
-    is none or the windows cannot be listed (the wait is a courtesy, never a failure)."""
+def front_pid(backend: DesktopBackend) -> int | None:
+    """The pid of ``backend``'s front window's program; None when there is no front window,
+    it names no pid, or the windows cannot be listed."""
     try:
         front = next((w for w in backend.windows() if w.active), None)
     except AgentSError:
-        return False
-    return front is not None and until_idle(front.pid, limit)
+        return None
+    return front.pid if front is not None else None
 
 
-__all__ = ["LIMIT", "POLL", "QUIET", "until_front_idle", "until_idle"]
+def until_front_idle(backend: DesktopBackend, limit: float = LIMIT) -> bool:
+    """``until_idle`` for the program of ``backend``'s front window; False at once when there
+    is none or the windows cannot be listed (the wait is a courtesy, never a failure)."""
+    return until_idle(front_pid(backend), limit)
+
+
+__all__ = ["LIMIT", "POLL", "QUIET", "front_pid", "until_front_idle", "until_idle"]
