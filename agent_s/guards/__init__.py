@@ -1,0 +1,19 @@
+"""The four locks every surface of agent-s shares, one module per lock.
+
+A feature that writes a file from recorded or model data, opens a server or a port, runs text or
+code a model wrote, or marks anything "verified" takes its lock from here instead of writing its
+own check:
+
+- ``files``: a path read from a recorded file stays inside its folder, and no write follows a
+  symlink (temporary file in the output folder, atomic rename; a symlinked output folder is
+  refused).
+- ``servers``: every server of agent-s binds to loopback and asks who is there (a token, the Host
+  header and the Origin header) before it answers.
+- ``trust``: "verified" comes only from a check the user or the evaluator gave; what a model
+  wrote, and what a file says, is data: stored unverified, quoted and bounded in every prompt.
+- containment of model-written code and checks lives in ``agent_s.containment`` (bubblewrap
+  where it works, by default).
+
+Modules here use only the standard library and each other: every stage may import them, and they
+import no stage.
+"""
