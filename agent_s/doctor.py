@@ -123,10 +123,12 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     from agent_s.desktop.choose import open_backend
     from agent_s.desktop.ops import Point
     from agent_s.desktop.wayland import WaylandBackend
-    from agent_s.errors import AgentSError
+    from agent_s.errors import AgentSError, DisplayAuthorizationError
 
     try:
         backend = open_backend()
+    except DisplayAuthorizationError as err:
+        return [Check("display", "fail", str(err), "set XAUTHORITY to the server's cookie file")]
     except AgentSError as err:
         where = "WAYLAND_DISPLAY and SWAYSOCK" if choice.kind == "wayland" else "DISPLAY"
         return [Check("display", "fail", str(err), f"check {where} and that the server runs")]
