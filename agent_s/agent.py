@@ -298,6 +298,13 @@ class Agent:
         the date the model is told (default: the clock's, now)."""
         if not task.strip():
             raise ValueError("the task is empty")
+        try:
+            task.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8
+            raise ValueError(
+                "the task has characters that are not valid text (lone "
+                "surrogates, from bytes that were not UTF-8): pass it as UTF-8 text"
+            ) from None
         self.reset()
         self._task = task.strip()
         self._requests.start(today)

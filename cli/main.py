@@ -155,6 +155,12 @@ app.add_typer(workflow_app, name="workflow")
 
 
 def main() -> None:
+    undecodable = options.undecodable_inputs(sys.argv[1:], os.environ)
+    if undecodable is not None:  # before anything starts: it would fail wherever it is written
+        output.console(stderr=True).print(
+            f"error: {undecodable}", markup=False, highlight=False, soft_wrap=True
+        )
+        raise SystemExit(2)
     if options.hide_api_key(sys.argv, os.environ):  # first: the key leaves the command line
         output.console(stderr=True).print(
             options.KEY_WARNING, markup=False, highlight=False, soft_wrap=True

@@ -519,3 +519,73 @@ def test_ground_reads_the_grounding_settings_and_names_a_bad_image(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert (found["grounder"], found["point"]) == ("native", [10, 20])
+
+
+# -- input that is not UTF-8, a HOME that cannot be written: one line, never a traceback -----
+
+
+def test_a_task_or_a_variable_that_is_not_utf8_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    task = os.fsdecode(b"compute caf\xe9")  # as Python hands such a command-line argument over
+    with ScriptedModelServer([]) as server:  # strict: a request would fail the test
+        done = _agent_s(
+            ["run", *_model(tmp_path, server.openai_base_url), "--virtual", task], _CLEAN
+        )
+        assert done.returncode == 2, done.stderr
+        (line,) = _lines(done.stderr)
+        assert "b'compute caf\\xe9'" in line
+        assert "not UTF-8" in line
+        assert "LANG=C.UTF-8" in line
+        assert "virtual desktop" not in done.stderr  # refused before the desktop started
+        env = {**_CLEAN, "AGENT_S_MODEL": os.fsdecode(b"m\xe9")}
+        done = _agent_s(["run", *_model(tmp_path, server.openai_base_url), "x"], env)
+        assert done.returncode == 2
+        (line,) = _lines(done.stderr)
+        assert line.startswith("error: the variable AGENT_S_MODEL (b'm\\xe9')")
+
+
+def test_a_task_typed_at_the_prompt_that_is_not_utf8_is_asked_again(tmp_path: Path) -> None:
+    with ScriptedModelServer([]) as server:
+        done = subprocess.run(
+            [AGENT_S, "run", *_model(tmp_path, server.openai_base_url), "--virtual"],
+            env={**_CLEAN, "LANG": "C.UTF-8"},
+            input=b"caf\xe9\n\n",
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr
+    assert done.returncode == 0, stderr
+    assert "that task has bytes that are not UTF-8, nothing done" in stderr
+    assert stderr.count("Task (empty line to quit):") == 2  # asked again, then the empty line
+
+
+def _as_nobody(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", AGENT_S, *args]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs agent-s as another user: needs root")
+def test_a_home_that_cannot_be_written_takes_one_fix(tmp_path: Path) -> None:
+    env = {
+        k: v for k, v in _CLEAN.items() if not k.startswith("XDG_") and k != "PYTEST_XDIST_WORKER"
+    }
+    env["HOME"] = "/nonexistent"  # nobody's HOME: it cannot be made
+    env["AGENT_S_COMPATIBLE_API_KEY"] = "sk-first-hour-SECRET"
+    with ScriptedModelServer([]) as server:
+        model = [*_MODEL[:-1], "--base-url", server.openai_base_url]
+        done = _as_nobody(["run", *model, "--virtual", "--safety", "auto", "x"], env)
+    assert done.returncode == 2, done.stderr
+    (line,) = _lines(done.stderr)
+    assert "HOME (/nonexistent) is not writable" in line
+    for variable in ("AGENT_S_STATE_DIR", "AGENT_S_RECORD_DIR", "AGENT_S_MEMORY_DB"):
+        assert variable in line
+    done = _as_nobody(["doctor", "--virtual", "--json"], env)
+    assert done.returncode == 1
+    display = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["display"]
+    assert display["status"] == "fail"
+    assert "AGENT_S_STATE_DIR" in display["detail"]
