@@ -39,6 +39,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: see agent_s.cli.helptext
     cls=Group,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command, as users expect
 )
 
 _MARKS = {"ok": "[green]  ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}

@@ -140,6 +140,13 @@ MaxReplans = Annotated[
     int | None,
     typer.Option(help="Replans allowed in a planned run (default 2; env AGENT_S_MAX_REPLANS)."),
 ]
+SubtaskSteps = Annotated[
+    int | None,
+    typer.Option(
+        help="Steps each subtask of a planned run may take (default 15; env "
+        "AGENT_S_SUBTASK_STEPS)."
+    ),
+]
 Memory = Annotated[
     bool | None,
     typer.Option(

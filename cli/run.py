@@ -166,6 +166,25 @@ def _writable_folder(folder: Path) -> None:
         raise ValueError(f"--record {folder} is not writable: give a writable folder")
 
 
+TASK_ECHO = 300  # characters of the task shown on its line; the model gets it whole
+LONG_TASK = 4_000  # a task longer than this is said to cost that much in every request
+
+
+def _shown_task(text: str) -> str:
+    """The task for its terminal line: whole if short, else its start and its length."""
+    if len(text) <= TASK_ECHO:
+        return text
+    return f"{text[:TASK_ECHO]}... ({len(text):,} characters in all)"
+
+
+def _long_task_note(text: str) -> str:
+    tokens = len(text) // 4  # about four characters a token in English
+    return (
+        f"the task is {len(text):,} characters long: it goes whole into every request (about "
+        f"{tokens:,} tokens a step); --max-cost and AGENT_S_MAX_TOKENS bound what a run spends"
+    )
+
+
 def _unwritable_places(places: Sequence[tuple[Path, str]]) -> str | None:
     """One error naming every folder of ``places`` (folder, what it holds and how to move it)
     that cannot be made or written, when several cannot: an unwritable HOME takes one fix,
@@ -385,6 +404,7 @@ def run(
     monitor: options.Monitor = None,
     plan: options.Plan = None,
     max_replans: options.MaxReplans = None,
+    subtask_steps: options.SubtaskSteps = None,
     memory: options.Memory = None,
     dry_run: Annotated[
         bool,
@@ -483,6 +503,7 @@ def run(
                 "--monitor": monitor,
                 "--plan": plan,
                 "--max-replans": max_replans,
+                "--subtask-steps": subtask_steps,
                 "--safety": safety,
                 "--code-sandbox": code_sandbox,
                 "--code-timeout": code_timeout,
@@ -589,10 +610,12 @@ def run(
                 agent.on_plan = _both(agent.on_plan, live.on_plan)
             for text in _tasks(task, err):
                 err.print(
-                    f"[bold]task:[/] {_safe(text)}  [dim]({_safe(model_config.model)}, "
-                    f"grounding {grounding.mode})[/]",
+                    f"[bold]task:[/] {_safe(_shown_task(text))}  [dim]"
+                    f"({_safe(model_config.model)}, grounding {grounding.mode})[/]",
                     highlight=False,
                 )
+                if len(text) > LONG_TASK:
+                    _note(err, _long_task_note(text))
                 postcondition = CommandCheck(argv, env=env) if argv else None
                 result = agent.run(text, postcondition=postcondition)
                 if live is not None:

@@ -265,8 +265,8 @@ def _help_blocks(text: str) -> dict[str, str]:
     current = None
     for line in text.splitlines():
         stripped = line.strip()
-        if line.startswith("  --") and not line.startswith("   "):
-            current = stripped.split()[0]
+        if line.startswith("  -") and not line.startswith("   "):  # "--name" or "-h, --help"
+            current = next(w.rstrip(",") for w in stripped.split() if w.startswith("--"))
             blocks[current] = [stripped]
         elif current and line.startswith("    ") and stripped:
             blocks[current].append(stripped)
@@ -304,7 +304,7 @@ def test_every_help_shows_flags_as_flags_and_whole_variable_names(columns: str) 
         assert "\x1b[" not in done.stdout, shown
         assert max(len(line) for line in done.stdout.splitlines()) <= int(columns), shown
         blocks = _help_blocks(done.stdout)
-        assert blocks["--help"] == "--help Show this message and exit.", shown
+        assert blocks["--help"] == "-h, --help Show this message and exit.", shown
         for variable in re.findall(r"AGENT_S_[A-Z0-9_]*(?![A-Z0-9_*])", done.stdout):
             assert variable in variables, f"{variable} is cut or unknown in {shown}"
         command = root
