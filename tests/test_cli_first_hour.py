@@ -589,3 +589,36 @@ def test_a_home_that_cannot_be_written_takes_one_fix(tmp_path: Path) -> None:
     display = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["display"]
     assert display["status"] == "fail"
     assert "AGENT_S_STATE_DIR" in display["detail"]
+
+
+def test_a_long_task_is_shown_short_and_said_to_go_whole_into_each_request(
+    tmp_path: Path,
+) -> None:
+    task = "type the following text: " + "lorem ipsum " * 1_000  # 12,025 characters
+    with ScriptedModelServer([reply(act('agent.done(answer="ok")'))]) as server:
+        done = _agent_s(
+            ["run", *_model(tmp_path, server.openai_base_url), "--virtual", "--safety", "auto"]
+            + ["--plan", "off", "--record", str(tmp_path / "runs"), task],
+            _CLEAN,
+            timeout=120,
+        )
+        sent = json.dumps(server.requests[0].body)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())  # lines wrap at the terminal's width
+    assert "lorem ipsum... (12,025 characters in all)" in said
+    assert said.count("lorem ipsum") < 30  # not echoed whole
+    assert "12,025 characters long: it goes whole into every request" in said
+    assert sent.count("lorem ipsum") >= 1_000  # the model still gets all of it
+
+
+def test_h_is_help_and_an_unknown_domain_is_a_usage_error(tmp_path: Path) -> None:
+    for command in (["run"], ["bench", "run"], ["memory", "list"], []):
+        done = _agent_s([*command, "-h"], _CLEAN)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"Usage: agent-s {' '.join(command)}".rstrip())
+    done = _agent_s(
+        ["bench", "run", "smoke", "--domain", "nosuch", "--results", str(tmp_path / "r")], _CLEAN
+    )
+    assert done.returncode == 2
+    assert "--domain nosuch: the suite smoke has no such domain" in " ".join(done.stderr.split())
+    assert not (tmp_path / "r").exists()
