@@ -1,8 +1,23 @@
 """Our OSWorld metrics give OSWorld's own score on the cases where an older copy differed.
 
 Each case builds real files here (python-pptx, openpyxl, zip/XML) and asserts the score that
-OSWorld's current metric code gives on them; the comment next to each expected value names the
-behaviour of OSWorld's code that decides it.
+OSWorld's current metric code gives on them (read at commit 87df18ff of xlang-ai/OSWorld:
+desktop_env/evaluators/metrics/slides.py, desktop_env/desktop_env.py's ``evaluate``); the
+comment next to each expected value names the behaviour of OSWorld's code that decides it.
+
+Where we deliberately differ from OSWorld (each has a case below, and a comment at its place
+in the code saying why): only inputs on which OSWorld's own code crashes, which leaves its task
+unscored, and which no real task produces; a crash is no verdict, so we give one:
+- ``compare_text_file`` (metrics/general.py): OSWorld reads the files as UTF-8 and raises on
+  other bytes, even for two identical Latin-1 files; we keep such bytes and compare them.
+- ``is_expected_tabs`` (metrics/apps.py): OSWorld reads ``tab["url"]`` and raises on a tab given
+  as a plain URL string (no getter gives one); we read the string as the tab's URL.
+- ``check_config_status`` (metrics/apps.py, GIMP's gimprc): OSWorld's ``items[0]`` raises on a
+  line of spaces (or a bare ``()``); we skip the line, which says nothing about any key.
+- ``read_prefs`` (metrics/apps.py, Thunderbird's prefs.js): OSWorld's ``json.loads`` raises on a
+  value that is not JSON (Thunderbird writes none); we skip that line (the pref is unset).
+- ``compare_pptx_files`` (metrics/slides.py): a missing or unreadable presentation scores 0,
+  where python-pptx raises in OSWorld (or, given ``None``, opens its default empty deck).
 """
 
 from __future__ import annotations
@@ -27,12 +42,18 @@ from pptx.oxml.ns import qn
 from pptx.util import Cm, Pt
 
 from agent_s.bench.getters import GetterContext
-from agent_s.bench.metrics.apps import compare_urls, is_expected_tabs
+from agent_s.bench.metrics.apps import (
+    check_config_status,
+    check_thunderbird_prefs,
+    compare_urls,
+    is_expected_tabs,
+)
 from agent_s.bench.metrics.documents import compare_docx_files
 from agent_s.bench.metrics.general import (
     check_direct_json_object,
     check_json,
     check_list,
+    compare_text_file,
     diff_text_file,
 )
 from agent_s.bench.metrics.images import compare_images
@@ -706,3 +727,48 @@ def test_other_missing_files_still_leave_the_task_unscored(ctx: GetterContext) -
     )
     score = evaluate(gold_missing, "DONE", ctx, _no_postconfig)
     assert score.error.startswith("check_thunderbird_folder: FileNotFoundError")
+
+
+# -- where OSWorld crashes: our verdicts -------------------------------------------------------
+
+
+def test_identical_latin1_text_files_compare_equal(tmp_path: Path) -> None:
+    cafe, again, other = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    cafe.write_bytes("caf\u00e9 cr\u00e8me\n".encode("latin-1"))
+    again.write_bytes(cafe.read_bytes())
+    other.write_bytes("caf\u00e8 cr\u00e8me\n".encode("latin-1"))
+    # differs from OSWorld on purpose: its UTF-8 read raises on these files (no score at all);
+    # we compare the bytes that are not UTF-8 as they are
+    assert compare_text_file(str(cafe), str(again)) == 1.0
+    assert compare_text_file(str(cafe), str(other)) == 0.0  # not folded into one "?"
+    assert compare_text_file(str(cafe), str(other), ignore_case=True) == 0.0
+
+
+def test_plain_string_tabs_are_read_as_urls() -> None:
+    rule = {"type": "url", "urls": ["https://www.python.org/", "https://a.com/x"]}
+    # differs from OSWorld on purpose: its tab["url"] raises on a string (no score at all)
+    assert is_expected_tabs(["https://python.org", "https://a.com/x"], rule) == 1.0
+    assert is_expected_tabs(["https://python.org", {"url": "https://a.com/x"}], rule) == 1.0
+    assert is_expected_tabs(["https://python.org", "https://b.com/x"], rule) == 0.0
+
+
+def test_gimprc_lines_of_spaces_are_skipped(tmp_path: Path) -> None:
+    gimprc = tmp_path / "gimprc"
+    gimprc.write_text('# GIMP gimprc\n   \n()\n(theme "Light")\n', encoding="utf-8")
+    # differs from OSWorld on purpose: its items[0] raises on "   " and on "()" (no score)
+    assert check_config_status(str(gimprc), {"key": "theme", "value": '"Light"'}) == 1.0
+    assert check_config_status(str(gimprc), {"key": "theme", "value": '"Dark"'}) == 0.0
+
+
+def test_prefs_lines_that_are_not_json_are_skipped(tmp_path: Path) -> None:
+    prefs = tmp_path / "prefs.js"
+    prefs.write_text(
+        'user_pref("mail.odd", not-json);\nuser_pref("mail.shown", true);\n', encoding="utf-8"
+    )
+    shown = {"expect": {"mail.shown": {"method": "eq", "ref": True}}}
+    odd = {"expect": {"mail.odd": {"method": "eq", "ref": "not-json"}}}
+    # differs from OSWorld on purpose: its json.loads raises on not-json (no score at all);
+    # the line is skipped, so that pref counts as unset
+    assert check_thunderbird_prefs(str(prefs), shown) == 1.0
+    assert check_thunderbird_prefs(str(prefs), odd) == 0.0
+    assert check_thunderbird_prefs(str(prefs), {"unexpect": odd["expect"]}) == 1.0
