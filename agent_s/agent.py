@@ -309,13 +309,14 @@ class Agent:
         self._task = task.strip()
         self._requests.start(today)
         if self.settings.record_dir is not None:
-            self._writer = TrajectoryWriter.create(
-                self.settings.record_dir, redactor=self._redactor
-            )
-            header = run_header(
-                self._task, self._tally.started_at, self.model, self.grounding, self.settings
-            )
-            self._writer.write_run(header)
+            with self._tally.recording():
+                self._writer = TrajectoryWriter.create(
+                    self.settings.record_dir, redactor=self._redactor
+                )
+                header = run_header(
+                    self._task, self._tally.started_at, self.model, self.grounding, self.settings
+                )
+                self._writer.write_run(header)
 
     def step(
         self,
@@ -371,7 +372,8 @@ class Agent:
             self._locator.prepare(observation, sent)  # the a11y tree is read while the model thinks
             spec = history_spec(sent, same_size=self._locator.native)
             kept = self._encoder.submit(encode_screenshot, image, spec)
-        system = self._requests.system(observation, execute, sent, desktop=self._desktop_name())
+        with draft.timed("build"):
+            system = self._requests.system(observation, execute, sent, desktop=self._desktop_name())
         if self._writer is not None:
             name = f"step_{draft.step.step:03d}{_EXTENSIONS[sent.media_type]}"
             with draft.timed("record"):
@@ -403,8 +405,10 @@ class Agent:
                 outcome, detail = self._actor.act(action, found.points, scene, draft)
         kind: StepOutcome = "terminal" if action.is_terminal and outcome == "ok" else outcome
         detail = self._redactor.text(detail)
+        with draft.timed("encode"):  # the copy kept for later requests, made meanwhile
+            kept_image = kept.result()
         step = draft.step.ended(
-            kind, detail, usage=self._meter.total, image=sent, history_image=kept.result()
+            kind, detail, usage=self._meter.total, image=sent, history_image=kept_image
         )
         self._history.append(step)
         return step
@@ -534,7 +538,8 @@ class Agent:
         self._steps_taken += 1
         self._tally.add_step(step.seconds, step.timings)
         if self._writer is not None:
-            self._writer.write_step(step)
+            with self._tally.recording():
+                self._writer.write_step(step)
 
     # -- whole runs ------
 
