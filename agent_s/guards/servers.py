@@ -178,8 +178,8 @@ def token_from_file(path: Path) -> tuple[str, bool]:
         raise ServerGuardError(
             f"--token-file {name}: cannot read it ({error.strerror or error})"
         ) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ServerGuardError(f"--token-file {name} is not a regular file")
         if info.st_uid != os.geteuid():
@@ -189,7 +189,9 @@ def token_from_file(path: Path) -> tuple[str, bool]:
                 f"--token-file {name} can be read by others (mode "
                 f"{stat.S_IMODE(info.st_mode):04o}); run: chmod 600 {name}"
             )
-        data = handle.read(4096)
+        data = os.read(fd, 4096)
+    finally:
+        os.close(fd)
     text = data.decode("utf-8", "replace").strip()
     if not _TOKEN.fullmatch(text):
         raise ServerGuardError(
