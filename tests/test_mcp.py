@@ -23,9 +23,8 @@ import mcp_types as types
 import psutil
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from PIL import Image
+from test_mcp_auth import http_session
 
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
@@ -388,13 +387,7 @@ def test_streamable_http_serves_on_loopback_only(tmp_path: Path, desktop: Any) -
         assert {addr.port for addr in listening} == {port}
 
         async def main() -> tuple[set[str], types.CallToolResult]:
-            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-            async with (
-                client,
-                streamable_http_client(url, http_client=client) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
+            async with http_session(url, f"Bearer {token}") as session:
                 names = {t.name for t in (await session.list_tools()).tools}
                 shot: types.CallToolResult = await session.call_tool("screenshot", {})
                 return names, shot

@@ -15,8 +15,8 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,18 +136,25 @@ def post(url: str, body: dict[str, Any], **headers: str) -> tuple[int, str]:
         return int(err.code), err.read().decode("utf-8", "replace")
 
 
+@asynccontextmanager
+async def http_session(url: str, authorization: str) -> AsyncIterator[ClientSession]:
+    """An initialized session of the SDK's client with this Authorization header."""
+    client = create_mcp_http_client(headers={"Authorization": authorization})
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
 def _session_tools(url: str, token: str) -> tuple[set[str], dict[str, Any], dict[str, Any]]:
     """A whole session with the SDK's client sending the token: the tools, run_task's and
     list_trajectories' results."""
 
     async def main() -> tuple[set[str], dict[str, Any], dict[str, Any]]:
-        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-        async with (
-            client,
-            streamable_http_client(url, http_client=client) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with http_session(url, f"Bearer {token}") as session:
             names = {t.name for t in (await session.list_tools()).tools}
             ran: types.CallToolResult = await session.call_tool("run_task", {"task": "Say hello"})
             listed: types.CallToolResult = await session.call_tool("list_trajectories", {})
@@ -380,13 +387,7 @@ def test_the_help_and_the_readme_show_how_a_client_sends_the_token(tmp_path: Pat
         header = entry["headers"]["Authorization"].replace("TOKEN", token_file.read_text().strip())
 
         async def main() -> set[str]:
-            client = create_mcp_http_client(headers={"Authorization": header})
-            async with (
-                client,
-                streamable_http_client(url, http_client=client) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
+            async with http_session(url, header) as session:
                 return {t.name for t in (await session.list_tools()).tools}
 
         assert "list_trajectories" in anyio.run(main)
