@@ -257,19 +257,24 @@ def test_a_non_loopback_host_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as user nobody")
-def test_another_local_user_cannot_read_the_token_file_and_gets_401(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", ["file", "printed"])
+def test_another_local_user_cannot_read_the_token_and_gets_401(tmp_path: Path, kept: str) -> None:
+    """As ``nobody``: the token file (in a folder anyone may enter) cannot be read; a printed
+    token went to the owner's terminal only. Either way: 401, nothing runs."""
     shared = tmp_path / "shared"  # a folder every user may enter: only the file's mode guards it
     shared.mkdir()
     for folder in (tmp_path, shared):
         folder.chmod(0o755)
     token_file = shared / "mcp-token"
+    extra = ["--token-file", str(token_file)] if kept == "file" else []
     with ScriptedModelServer([]) as model:
         env = {"DISPLAY": ":999", "AGENT_S_BASE_URL": model.openai_base_url}
-        with served(tmp_path, env, "--token-file", str(token_file)) as server:
-            wait_until(lambda: len(server.lines) >= 2, 10, "the token line")
-            assert token_file.stat().st_mode & 0o777 == 0o600
-            token = token_file.read_text().strip()
-            assert token not in "".join(server.lines)  # kept in the file, never printed
+        with served(tmp_path, env, *extra) as server:
+            if kept == "file":
+                wait_until(lambda: len(server.lines) >= 2, 10, "the token line")
+                assert token_file.stat().st_mode & 0o777 == 0o600
+                token = token_file.read_text().strip()
+                assert token not in "".join(server.lines)  # kept in the file, never printed
             attacker = (
                 "import json, sys, urllib.request, urllib.error\n"
                 "url, path = sys.argv[1], sys.argv[2]\n"
@@ -279,6 +284,9 @@ def test_another_local_user_cannot_read_the_token_file_and_gets_401(tmp_path: Pa
                 "except PermissionError:\n"
                 "    token = ''\n"
                 "    print('unreadable')\n"
+                "except FileNotFoundError:\n"
+                "    token = ''\n"
+                "    print('no-file')\n"
                 "for body in sys.argv[3:]:\n"
                 "    request = urllib.request.Request(url, data=body.encode(), method='POST',"
                 " headers={'Content-Type': 'application/json',"
@@ -306,10 +314,13 @@ def test_another_local_user_cannot_read_the_token_file_and_gets_401(tmp_path: Pa
                 argv, capture_output=True, text=True, timeout=60, check=False, cwd="/"
             )
             assert done.returncode == 0, done.stderr
-            assert done.stdout.split() == ["unreadable", "401", "401"], done.stdout
+            first = "unreadable" if kept == "file" else "no-file"
+            assert done.stdout.split() == [first, "401", "401"], done.stdout
             assert model.requests == []
             assert server.runs() == []
-            # the owner, with the file's token, is let in
+            # the owner, with the token, is let in
+            if kept == "printed":
+                token = server.printed_token
             status, text = post(server.url, INITIALIZE, Authorization=f"Bearer {token}")
             assert status == 200, text
 
