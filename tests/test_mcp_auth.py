@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -256,16 +258,27 @@ def test_a_non_loopback_host_is_refused(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
 
 
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder every user may reach and enter (pytest's own are its owner's only)."""
+    folder = Path(tempfile.mkdtemp(prefix="agent-s-shared-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as user nobody")
 @pytest.mark.parametrize("kept", ["file", "printed"])
-def test_another_local_user_cannot_read_the_token_and_gets_401(tmp_path: Path, kept: str) -> None:
+def test_another_local_user_cannot_read_the_token_and_gets_401(
+    tmp_path: Path, shared: Path, kept: str
+) -> None:
     """As ``nobody``: the token file (in a folder anyone may enter) cannot be read; a printed
     token went to the owner's terminal only. Either way: 401, nothing runs."""
-    shared = tmp_path / "shared"  # a folder every user may enter: only the file's mode guards it
-    shared.mkdir()
-    for folder in (tmp_path, shared):
-        folder.chmod(0o755)
     token_file = shared / "mcp-token"
+    (shared / "public").write_text("anyone may read this\n")  # the folder is no barrier
+    (shared / "public").chmod(0o644)
     extra = ["--token-file", str(token_file)] if kept == "file" else []
     with ScriptedModelServer([]) as model:
         env = {"DISPLAY": ":999", "AGENT_S_BASE_URL": model.openai_base_url}
@@ -278,6 +291,7 @@ def test_another_local_user_cannot_read_the_token_and_gets_401(tmp_path: Path, k
             attacker = (
                 "import json, sys, urllib.request, urllib.error\n"
                 "url, path = sys.argv[1], sys.argv[2]\n"
+                "print(open(path.replace('mcp-token', 'public')).read().strip())\n"
                 "try:\n"
                 "    token = open(path).read().strip()\n"
                 "    print('read')\n"
@@ -315,7 +329,7 @@ def test_another_local_user_cannot_read_the_token_and_gets_401(tmp_path: Path, k
             )
             assert done.returncode == 0, done.stderr
             first = "unreadable" if kept == "file" else "no-file"
-            assert done.stdout.split() == [first, "401", "401"], done.stdout
+            assert done.stdout.splitlines() == ["anyone may read this", first, "401", "401"]
             assert model.requests == []
             assert server.runs() == []
             # the owner, with the token, is let in
