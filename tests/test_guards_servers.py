@@ -189,6 +189,9 @@ def test_a_missing_token_file_is_created_for_its_owner_only(tmp_path: Path) -> N
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_text() == token + "\n"
     assert token_from_file(path) == (token, False)
+    nested = tmp_path / "config" / "agent-s" / "token"  # its folder is made, the owner's only
+    assert token_from_file(nested)[1]
+    assert stat.S_IMODE(nested.parent.stat().st_mode) == 0o700
 
 
 @pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o644, 0o602])

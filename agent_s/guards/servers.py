@@ -205,6 +205,7 @@ def _create_token_file(path: Path) -> str:
     token = new_token()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, flags, 0o600)
     except OSError as error:
         raise ServerGuardError(
