@@ -276,7 +276,8 @@ def test_the_page_needs_its_token(screen: Any, chromium: DevTools) -> None:
             assert control.state == "running"
             # input is refused unless the user has taken over
             status = page.evaluate(
-                f"fetch('/input?token={view.token}', {{method: 'POST', "
+                f"fetch('/input?token={view.token}', {{method: 'POST', headers: "
+                "{'Content-Type': 'application/json'}, "
                 "body: JSON.stringify({kind: 'click', x: 5, y: 5})}).then(r => r.status)"
             )
             assert status == 409
