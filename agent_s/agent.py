@@ -43,6 +43,7 @@ from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfi
 from agent_s.control import RunControl
 from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.monitors import monitor_to_capture
+from agent_s.desktop.ops import sends_input
 from agent_s.effects import subject_for_code
 from agent_s.errors import describe_error
 from agent_s.generation import generate
@@ -401,7 +402,9 @@ class Agent:
             outcome, detail = "error", "not carried out: the user used the desktop meanwhile"
         else:
             scene = self._scene(observation, execute)
-            with self.control.acting() if self.control else contextlib.nullcontext():
+            # while the agent sends input the user's is not told from it; a wait sends none
+            inputs = sends_input(action.plan(found.points, os=scene.platform.os))
+            with self.control.acting() if self.control and inputs else contextlib.nullcontext():
                 outcome, detail = self._actor.act(action, found.points, scene, draft)
         kind: StepOutcome = "terminal" if action.is_terminal and outcome == "ok" else outcome
         detail = self._redactor.text(detail)
