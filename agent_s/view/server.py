@@ -29,6 +29,7 @@ page's own script sends ``application/json``).
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import socket
@@ -58,6 +59,14 @@ _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/view.js": ("view.js", "text/javascript; charset=utf-8"),
     "/view.css": ("view.css", "text/css; charset=utf-8"),
+}
+# why the run changed state, when a button of the page changed it (the terminal says so too)
+_FROM_THE_PAGE = {
+    "pause": "paused from the live view",
+    "resume": "resumed from the live view",
+    "take_over": "taken over from the live view",
+    "hand_back": "handed back from the live view",
+    "stop": "stopped from the live view",
 }
 _CSP = "default-src 'self'; img-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'"
 
@@ -203,15 +212,25 @@ class LiveView:
         self._plan.event(kind, data)
 
     def finished(self, result: Any) -> None:
-        """The run's result (``agent_s.result.RunResult``): the page says how it ended."""
+        """The run's result (``agent_s.result.RunResult``): the page says how it ended, turns
+        its buttons off, and shows the desktop as the run left it (a frame taken now, after
+        the last action, sent with the result: the view may close right after)."""
         self._plan.finished(result.status.value)
+        with self._screen_lock:
+            self._frame = None  # the next capture is fresh
+        try:
+            last = base64.b64encode(self._capture()).decode("ascii")
+        except Exception:  # noqa: BLE001 - the desktop is gone: the page keeps its last frame
+            last = ""
         self.publish(
             "result",
             {
                 "status": result.status.value,
                 "reason": str(result.reason)[:500],
+                "answer": str(result.answer or "")[:500],
                 "steps": result.steps,
                 "cost_usd": round(result.usage.cost_usd, 6),
+                "frame": last,
             },
         )
 
@@ -273,8 +292,8 @@ class LiveView:
             elif route == ("GET", "/state"):
                 self._json(handler, {"state": self.control.state, "reason": self.control.reason})
             elif route == ("POST", "/control"):
-                body = self._body(handler)
-                state = self.control.command(str(body.get("command", "")))
+                command = str(self._body(handler).get("command", ""))
+                state = self.control.command(command, _FROM_THE_PAGE.get(command, ""))
                 self._json(handler, {"state": state})
             elif route == ("POST", "/input"):
                 self._input(handler, self._body(handler))
