@@ -16,11 +16,11 @@ from __future__ import annotations
 import base64
 import html
 import os
-import shutil
 from pathlib import Path
 from types import TracebackType
-from typing import TextIO
 from urllib.parse import quote
+
+from agent_s.guards import files
 
 _MEDIA = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 
@@ -97,7 +97,9 @@ def media_type(path: Path) -> str:
 
 class Assets:
     """Where a page's images come from: ``embed`` (data: URIs), else beside the page, copied
-    into ``copy_to`` first when it is given (the page lives away from the images)."""
+    into ``copy_to`` first when it is given (the page lives away from the images). The paths
+    given are ones ``agent_s.guards.files.contained`` let through (inside their run folder);
+    they are read and copied following no link."""
 
     def __init__(self, page_dir: Path, *, copy_to: Path | None = None, embed: bool = False) -> None:
         self.page_dir = page_dir
@@ -110,7 +112,7 @@ class Assets:
         if not path.is_file():
             return None
         if self.embed:
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            data = base64.b64encode(files.read_bytes(path)).decode("ascii")
             return f"data:{media_type(path)};base64,{data}"
         target = path
         if self.copy_to is not None:
@@ -122,27 +124,27 @@ class Assets:
         source = path.resolve()
         if source in self._copied or self.copy_to is None:
             return self._copied.get(source, path)
-        self.copy_to.mkdir(parents=True, exist_ok=True)
+        files.output_folder(self.copy_to)
         used = {target.name for target in self._copied.values()}
         name, n = path.name, 1
         while name in used:  # two folders' step_001.png: one of them renamed
             name, n = f"{path.stem}-{n}{path.suffix}", n + 1
         target = self.copy_to / name
         if target.resolve() != source:
-            shutil.copyfile(source, target)
+            files.copy_into(source, target)
         self._copied[source] = target
         return target
 
 
 class PageWriter:
     """One HTML page, written part by part into a temporary file that becomes ``path`` when
-    the page is complete (``close``); a page that fails half-way leaves nothing behind."""
+    the page is complete (``close``); a page that fails half-way leaves nothing behind. The
+    temporary file follows no link and a symbolic link at ``path`` is replaced, never written
+    through (``agent_s.guards.files.AtomicFile``); a page folder that is a link is refused."""
 
     def __init__(self, path: Path, title: str) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._temp = path.with_name(f".{path.name}.tmp")
-        self._file: TextIO = open(self._temp, "w", encoding="utf-8")  # noqa: SIM115
+        self._out = files.AtomicFile(path, text=True)
         self.write(
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n'
@@ -153,17 +155,15 @@ class PageWriter:
 
     def write(self, *parts: str) -> None:
         for part in parts:
-            self._file.write(part)
+            self._out.file.write(part)
 
     def close(self) -> Path:
         self.write("</body></html>\n")
-        self._file.close()
-        os.replace(self._temp, self.path)
+        self._out.commit()
         return self.path
 
     def abandon(self) -> None:
-        self._file.close()
-        self._temp.unlink(missing_ok=True)
+        self._out.abandon()
 
     def __enter__(self) -> PageWriter:
         return self
