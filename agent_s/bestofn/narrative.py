@@ -27,6 +27,7 @@ import numpy as np
 from PIL import Image
 
 from agent_s.errors import AgentSError, describe_error
+from agent_s.guards import files
 from agent_s.models.errors import BudgetExceeded
 from agent_s.step import Step
 from agent_s.trajectory import load_trajectory
@@ -114,9 +115,9 @@ class Narrative:
         )
 
     def write(self, folder: Path) -> Path:
-        path = folder / NARRATIVE_FILE
-        path.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False), "utf-8")
-        return path
+        return files.write_text(
+            folder / NARRATIVE_FILE, json.dumps(self.to_json(), indent=1, ensure_ascii=False)
+        )
 
 
 def _pixels(path: Path) -> np.ndarray[Any, Any] | None:
