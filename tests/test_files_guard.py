@@ -85,7 +85,7 @@ def crafted_run(tmp_path: Path) -> tuple[Path, Path]:
 
 def _bashrc(tmp_path: Path) -> Path:
     target = tmp_path / "home" / ".bashrc"
-    target.parent.mkdir(exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(BASHRC)
     return target
 
@@ -192,9 +192,12 @@ def test_export_messages_carry_no_outside_file(tmp_path: Path, fmt: str) -> None
 def test_export_writes_through_no_link_at_its_file(tmp_path: Path) -> None:
     run, _ = crafted_run(tmp_path)
     bashrc = _bashrc(tmp_path)
+    profile = _bashrc(tmp_path / "other")
     (tmp_path / "chat.json").symlink_to(bashrc)
+    (tmp_path / ".chat.json.tmp").symlink_to(profile)
     written = export(run, "openai", tmp_path / "chat.json")  # the SDK
     assert bashrc.read_text() == BASHRC
+    assert profile.read_text() == BASHRC
     assert json.loads(written.read_text())["format"] == "openai-chat"
 
 
