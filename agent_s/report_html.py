@@ -117,7 +117,7 @@ class Assets:
         target = path
         if self.copy_to is not None:
             target = self._copy(path)
-        relative = os.path.relpath(target, self.page_dir)
+        relative = os.path.relpath(target.resolve(), self.page_dir.resolve())
         return quote(Path(relative).as_posix())
 
     def _copy(self, path: Path) -> Path:

@@ -125,7 +125,7 @@ class TrajectoryWriter:
         parent = Path(parent)
         for n in range(1000):
             folder = parent / (f"{prefix}-{stamp}-{os.getpid()}" + ("" if n == 0 else f"-{n}"))
-            if not folder.exists():
+            if not os.path.lexists(folder):  # a link planted at the name: the next name
                 return cls(folder, secrets=secrets, redactor=redactor)
         raise FileExistsError(f"cannot find a free trajectory folder name under {parent}")
 

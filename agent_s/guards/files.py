@@ -150,10 +150,10 @@ def _refuse_link(folder: Path) -> None:
         raise UnsafeFolder(f"{folder} is not a folder: give a folder to write into")
 
 
-def output_folder(folder: Path | str, *, base: Path | str | None = None) -> Path:
+def output_folder(folder: Path | str, *, base: Path | str | None = None, mode: int = 0o777) -> Path:
     """``folder``, made when missing (``mkdir``, which follows no link, for each missing
-    folder); ``UnsafeFolder`` when it is a symbolic link, or when a folder below ``base`` on the
-    way to it is one."""
+    folder, with ``mode`` less the umask); ``UnsafeFolder`` when it is a symbolic link, or when a
+    folder below ``base`` on the way to it is one."""
     folder = Path(folder)
     chain = [folder, *folder.parents]
     if base is not None:
@@ -166,7 +166,7 @@ def output_folder(folder: Path | str, *, base: Path | str | None = None) -> Path
         if not os.path.lexists(step):
             step.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileExistsError):
-                os.mkdir(step)
+                os.mkdir(step, mode)
             _refuse_link(step)
     return folder
 
