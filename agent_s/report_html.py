@@ -17,7 +17,6 @@ import base64
 import html
 import os
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import quote
 
 from agent_s.guards import files
@@ -136,15 +135,15 @@ class Assets:
         return target
 
 
-class PageWriter:
+class PageWriter(files.AtomicFile):
     """One HTML page, written part by part into a temporary file that becomes ``path`` when
-    the page is complete (``close``); a page that fails half-way leaves nothing behind. The
-    temporary file follows no link and a symbolic link at ``path`` is replaced, never written
-    through (``agent_s.guards.files.AtomicFile``); a page folder that is a link is refused."""
+    the page is complete (``commit``, as the ``with`` block ends); a page that fails half-way
+    leaves nothing behind. The temporary file follows no link and a symbolic link at ``path``
+    is replaced, never written through (``agent_s.guards.files.AtomicFile``); a page folder
+    that is a link is refused."""
 
     def __init__(self, path: Path, title: str) -> None:
-        self.path = path
-        self._out = files.AtomicFile(path, text=True)
+        super().__init__(path, text=True)
         self.write(
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n'
@@ -155,29 +154,11 @@ class PageWriter:
 
     def write(self, *parts: str) -> None:
         for part in parts:
-            self._out.file.write(part)
+            self.file.write(part)
 
-    def close(self) -> Path:
+    def commit(self, *, sync: bool = False) -> Path:
         self.write("</body></html>\n")
-        self._out.commit()
-        return self.path
-
-    def abandon(self) -> None:
-        self._out.abandon()
-
-    def __enter__(self) -> PageWriter:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abandon()
+        return super().commit(sync=sync)
 
 
 def badge(word: str, kind: str | None = None) -> str:
