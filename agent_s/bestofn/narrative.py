@@ -120,6 +120,16 @@ class Narrative:
         )
 
 
+def _pair(folder: Path, step: Step, after: Step | None) -> tuple[Path, Path] | None:
+    """The screenshots before and after ``step`` (sent to a captioning model) when both are
+    inside the attempt's folder; one that leads out is skipped, said on a line."""
+    if after is None or not step.screenshot or not after.screenshot:
+        return None
+    first = files.contained(folder, step.screenshot, f"step {step.step}'s screenshot")
+    second = files.contained(folder, after.screenshot, f"step {after.step}'s screenshot")
+    return None if first is None or second is None else (first, second)
+
+
 def _pixels(path: Path) -> np.ndarray[Any, Any] | None:
     try:
         with Image.open(path) as image:
@@ -214,8 +224,9 @@ def narrate_steps(
         regions: tuple[Region, ...] = ()
         fraction = 0.0
         captioned = False
-        if after_step is not None and step.screenshot and after_step.screenshot:
-            before, after = folder / step.screenshot, folder / after_step.screenshot
+        pair = _pair(folder, step, after_step)
+        if pair is not None:
+            before, after = pair
             found = changed_regions(before, after, step.screen)
             if found is not None:
                 regions, fraction = found
@@ -224,7 +235,8 @@ def narrate_steps(
                 if caption is not None and unexplained:
                     calls += 1
                     try:
-                        text = caption(before.read_bytes(), after.read_bytes(), step.action_text)
+                        shown = files.read_bytes(before), files.read_bytes(after)
+                        text = caption(*shown, step.action_text)
                     except (OSError, ValueError, AgentSError) as err:  # the narrative stands
                         changes.append(f"(no caption: {describe_error(err)})"[:300])
                         if isinstance(err, BudgetExceeded):
