@@ -218,7 +218,12 @@ def test_export_osworld_refuses_a_linked_folder_and_copies_no_outside_file(tmp_p
     assert list(elsewhere.iterdir()) == []
 
     (run / "osworld").unlink()
+    bashrc = _bashrc(tmp_path)
+    (run / "osworld").mkdir()
+    (run / "osworld" / "traj.jsonl").symlink_to(bashrc)
+    (run / "osworld" / ".traj.jsonl.tmp").symlink_to(bashrc)
     folder = export(run, "osworld")
+    assert bashrc.read_text() == BASHRC
     assert leaked(folder) == []
     lines = [json.loads(x) for x in (folder / "traj.jsonl").read_text().splitlines()]
     shots = [x["screenshot_file"] for x in lines if "screenshot_file" in x]
@@ -475,3 +480,16 @@ def test_output_folders_follow_no_link(tmp_path: Path) -> None:
     source.write_bytes(b"png")
     files.copy_into(files.inside(tmp_path / "a", "shot.png"), tmp_path / "a" / "b" / "copy.png")
     assert (tmp_path / "a" / "b" / "copy.png").read_bytes() == b"png"
+
+
+def test_a_skipped_path_is_said_once_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "run").mkdir()
+    for _ in range(3):
+        assert files.contained(tmp_path / "run", "/etc/passwd", "step 9's screenshot") is None
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "agent-s: skipped step 9's screenshot '/etc/passwd': it is an absolute path, not a name "
+        f"inside {tmp_path / 'run'}; not read"
+    ]
