@@ -35,11 +35,14 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+_Self = TypeVar("_Self", bound="AtomicFile")
 
 
 class OutsideFolder(ValueError):
@@ -235,7 +238,7 @@ class AtomicFile:
             os.close(self._dir)
             self._dir = -1
 
-    def __enter__(self) -> AtomicFile:
+    def __enter__(self: _Self) -> _Self:
         return self
 
     def __exit__(
