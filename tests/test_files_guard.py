@@ -469,6 +469,8 @@ def test_output_folders_follow_no_link(tmp_path: Path) -> None:
         files.write_text(tmp_path / "link" / "x.txt", "x")
     with pytest.raises(files.UnsafeFolder, match="symbolic link"):
         files.output_folder(tmp_path / "link" / "new", base=tmp_path)
+    with pytest.raises(files.UnsafeFolder, match="symbolic link"):
+        files.output_folder(tmp_path / "link", base=tmp_path / "link")
     assert list(elsewhere.iterdir()) == []
     made = files.output_folder(tmp_path / "a" / "b" / "c", base=tmp_path)
     assert made.is_dir()

@@ -159,11 +159,8 @@ def output_folder(folder: Path | str, *, base: Path | str | None = None, mode: i
     folder below ``base`` on the way to it is one."""
     folder = Path(folder)
     chain = [folder, *folder.parents]
-    if base is not None:
-        top = Path(base)
-        chain = chain[: chain.index(top)] if top in chain else chain[:1]
-    else:
-        chain = chain[:1]
+    below = chain.index(Path(base)) if base is not None and Path(base) in chain else 1
+    chain = chain[: max(below, 1)]  # the folder itself always, and each one below ``base``
     for step in reversed(chain):  # the outermost first: each checked before it is entered
         _refuse_link(step)
         if not os.path.lexists(step):
