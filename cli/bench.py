@@ -396,11 +396,12 @@ def run(
             progress.update(bar, completed=state["done"], status=status)
 
     from agent_s.bench.distributed import RayUnavailable
+    from agent_s.guards.files import UnsafeFolder
 
     try:
         with progress:
             records = run_suite(options, on_event)
-    except RayUnavailable as error:
+    except (RayUnavailable, UnsafeFolder) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from error
     except RunCancelled as stop:  # the running tasks were stopped; none is marked done
