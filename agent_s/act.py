@@ -38,8 +38,9 @@ from agent_s.actions import ActionModel, CallCodeAgentAction, SaveToKnowledgeAct
 from agent_s.code_agent import CodeAgent, ScreenContext
 from agent_s.config import AgentConfig
 from agent_s.desktop import ops
-from agent_s.desktop.base import DesktopBackend, WindowInfo, perform
+from agent_s.desktop.base import DesktopBackend, ScreenGeometry, WindowInfo, perform
 from agent_s.desktop.ops import Point
+from agent_s.desktop.park import moves_pointer, park_point
 from agent_s.desktop.settle import until_front_idle
 from agent_s.desktop.watch import (
     FieldReader,
@@ -192,6 +193,9 @@ class Actor:
                 failure = str(err)
             finally:
                 log.add(executed=[{"op": type(op).__name__, **asdict(op)} for op in plan])
+        if failure is None:
+            with log.timed("execute"):
+                _park(backend, plan, scene.observation.geometry)
         opened = next((op for op in plan if isinstance(op, ops.Open)), None)
         if opened is not None and failure is None and before is not None:
             with log.timed("open"):
@@ -370,6 +374,20 @@ def settle(backend: DesktopBackend, limit: float, *, first: float = 0.15) -> Ima
         before = now
     time.sleep(max(0.0, deadline - time.monotonic()))
     return before
+
+
+def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeometry | None) -> None:
+    """After an action that moved the pointer, rest it where it covers no control, so that the
+    next screenshot shows no tooltip or hover state there (``agent_s.desktop.park``)."""
+    left_at = moves_pointer(plan)
+    if left_at is None:
+        return
+    try:
+        spot = park_point(geometry or backend.geometry(), backend.windows(), left_at)
+        if spot is not None:
+            backend.move(spot)
+    except (AgentSError, ValueError):  # no window list, a point off every monitor: it stays
+        return
 
 
 def _names_a_document(target: str) -> bool:

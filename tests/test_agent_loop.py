@@ -18,13 +18,14 @@ from PIL import Image
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.actions.models import ENTER_PAUSE
 from agent_s.desktop import RecordingBackend
-from agent_s.desktop.ops import Click, Hotkey, Point, Sleep, TypeText
+from agent_s.desktop.ops import Click, Hotkey, MoveTo, Point, Sleep, TypeText
 from agent_s.result import CommandCheck
 from agent_s.testing.scripted_replies import rate_limited, refusal, reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 from agent_s.trajectory import find_secrets
 
 KEY = "sk-test-SECRET-0123456789abcdef"
+PARKED = Point(64, 64)  # the free spot farthest from a click at the centre of 1280x800
 
 
 def act(code: str, thought: str = "The screen shows the app.") -> str:
@@ -69,6 +70,7 @@ def test_a_task_done_in_three_steps_executes_each_action_once(tmp_path: Path) ->
     assert not result.verified
     assert backend.ops == [
         Click(Point(640, 400)),
+        MoveTo(PARKED),  # the pointer rests where it covers no control (agent_s.desktop.park)
         TypeText("hello"),
         Sleep(ENTER_PAUSE),
         Hotkey(("enter",)),
@@ -226,7 +228,7 @@ def test_one_meter_counts_each_task_the_grounding_model_included(tmp_path: Path)
         config = AgentConfig(settle_seconds=0, record_dir=tmp_path, retry_attempts=1)
         agent = Agent(model, settings=config, grounding=grounding, backend=backend)
         first, second = agent.run("Click OK"), agent.run("Click OK again")
-    assert backend.ops == [Click(Point(640, 400)), Click(Point(640, 400))]
+    assert backend.ops == [Click(Point(640, 400)), MoveTo(PARKED)] * 2
     for result in (first, second):
         assert result.succeeded
         assert (result.usage.calls, result.usage.total_tokens) == (3, 275)

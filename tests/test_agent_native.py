@@ -19,7 +19,7 @@ from PIL import Image
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.desktop import RecordingBackend
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot
-from agent_s.desktop.ops import Click, Drag, Point
+from agent_s.desktop.ops import Click, Drag, MoveTo, Point
 from agent_s.models.profiles import ProfileRegistry
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
@@ -73,7 +73,13 @@ def test_native_points_land_on_the_screen_through_downscale_and_hidpi(tmp_path: 
         result = native_agent(server, backend, tmp_path).run("Move the file to the bin")
 
     assert result.status is RunStatus.SUCCEEDED, result
-    assert backend.ops == [Click(Point(640, 400)), Drag(Point(125, 63), Point(1125, 750))]
+    parked = MoveTo(Point(64, 64))  # where no control is (agent_s.desktop.park)
+    assert backend.ops == [
+        Click(Point(640, 400)),
+        parked,
+        Drag(Point(125, 63), Point(1125, 750)),
+        parked,
+    ]
     backend.assert_all_screenshots_used()
 
     first = server.requests[0]
@@ -140,7 +146,7 @@ def test_the_prompt_follows_the_image_size_when_the_screen_changes(tmp_path: Pat
         config = AgentConfig(settle_seconds=0, retry_attempts=1)
         agent = Agent(model, settings=config, grounding=GroundingConfig("native"), backend=backend)
         assert agent.run("Press OK twice").status is RunStatus.SUCCEEDED
-    assert backend.ops == [Click(Point(640, 400)), Click(Point(640, 400))]
+    assert backend.ops == [Click(Point(640, 400)), MoveTo(Point(64, 64))] * 2
     sizes = [
         system_text(r).split("Every screenshot you are sent is ")[1][:9] for r in server.requests
     ]
