@@ -193,13 +193,13 @@ class Actor:
                 failure = str(err)
             finally:
                 log.add(executed=[{"op": type(op).__name__, **asdict(op)} for op in plan])
-        if failure is None:
-            with log.timed("execute"):
-                _park(backend, plan, scene.observation.geometry)
         opened = next((op for op in plan if isinstance(op, ops.Open)), None)
         if opened is not None and failure is None and before is not None:
             with log.timed("open"):
                 self._await_window(backend, opened.target, before.windows, raised)
+        if failure is None:
+            with log.timed("execute"):
+                _park(backend, plan, scene.observation.geometry)
         glance = None
         if settings.settle_seconds and failure is None:
             with log.timed("settle"):
@@ -377,12 +377,15 @@ def settle(backend: DesktopBackend, limit: float, *, first: float = 0.15) -> Ima
 
 
 def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeometry | None) -> None:
-    """After an action that moved the pointer, rest it where it covers no control, so that the
-    next screenshot shows no tooltip or hover state there (``agent_s.desktop.park``)."""
+    """After an action that moved the pointer, or opened a window that may now lie under it,
+    rest it where it covers no control, so that the next screenshot shows no tooltip or hover
+    state there (``agent_s.desktop.park``)."""
     left_at = moves_pointer(plan)
-    if left_at is None:
-        return
     try:
+        if left_at is None and any(isinstance(op, ops.Open) for op in plan):
+            left_at = backend.pointer()
+        if left_at is None:
+            return
         spot = park_point(geometry or backend.geometry(), backend.windows(), left_at)
         if spot is not None:
             backend.move(spot)

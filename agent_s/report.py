@@ -17,7 +17,8 @@ step's timings.
 The drawing is an SVG laid over the screenshot, in the screenshot's pixels, placed with the
 transform the run's own groundings record (each grounding has its screen point and the pixel
 of the image sent); the screenshot itself is shown as it was sent. Images are beside the page
-(``loading="lazy"``: a 500-step page opens at once and loads what is scrolled to), or embedded
+(loaded and decoded before the page's ``load``, each at the width of the page's column and at
+full size on a click), or embedded
 with ``embed=True`` (one file, larger). All text is escaped: a reply holding ``<script>`` is
 shown as those characters.
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
@@ -296,10 +298,7 @@ def _result_card(result: RunResult) -> str:
         ("error type", esc(result.error_type or "")),
     ]
     timings = result.timings
-    parts = [
-        (name, getattr(timings, name))
-        for name in ("observe", "encode", "build", "model", "grounding", "execute", "effects")
-    ]
+    parts = [(name, value) for name, value in asdict(timings).items() if name != "total"]
     time_rows = [[esc(name), esc(seconds(value))] for name, value in parts if value]
     return (
         '<section class="card" id="result"><h2>Result</h2>'

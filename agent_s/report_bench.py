@@ -25,7 +25,7 @@ from agent_s.bench.report import group, load_results, outcome, summarize
 from agent_s.guards import files as guard
 from agent_s.report import REPORT_FILE, ReportError, write_run_report
 from agent_s.report_bestof import attempt_pages, best_of_card, best_of_of
-from agent_s.report_html import Assets, PageWriter, badge, esc, kv, money, pre, table
+from agent_s.report_html import Assets, PageWriter, badge, esc, kv, money, picture, pre, table
 from agent_s.trajectory import TRAJECTORY_FILE
 
 TRAJ_FILE = "traj.jsonl"  # OSWorld's per-task steps
@@ -116,12 +116,16 @@ def _index(
             page = pages.get(str(record["folder"]))
             name = esc(record.get("task_id", ""))
             link = f'<a href="{esc(_link(index, page))}">{name}</a>' if page else name
+            said = str(record.get("instruction") or "")
+            if said:
+                shown = said if len(said) <= 200 else said[:200] + "..."
+                link += f'<div class="meta">{esc(shown)}</div>'
             score = record.get("score")
             tasks.append(
                 [
                     esc(record.get("domain", "")),
                     link,
-                    badge(outcome(record), str(record.get("status", ""))),
+                    badge(outcome(record), _badge_kind(record)),
                     esc("-" if score is None else score),
                     esc(record.get("steps", "")),
                     esc(record.get("seconds", "")),
@@ -157,6 +161,16 @@ def _traj_lines(folder: Path) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             lines.append(value)
     return lines
+
+
+def _badge_kind(record: Mapping[str, Any]) -> str:
+    """The colour of a task's outcome: by its score where the evaluator gave one (an
+    infeasible task answered with fail scores 1: a success, though its status says failed),
+    else by its status."""
+    score = record.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        return "succeeded" if score >= 1.0 else "failed" if score <= 0.0 else "partial"
+    return str(record.get("status", ""))
 
 
 def _task_page(
@@ -195,7 +209,7 @@ def _task_page(
         writer.write(
             f'<header class="top"><p><a href="{esc(_link(page, index))}">all tasks</a></p>'
             f"<h1>{esc(record.get('instruction') or record.get('task_id', ''))} "
-            f"{badge(outcome(record), str(record.get('status', '')))}</h1>"
+            f"{badge(outcome(record), _badge_kind(record))}</h1>"
             f'<p class="meta">{esc(record.get("domain", ""))} / {esc(record.get("task_id", ""))}'
             f" · score {esc('-' if score is None else score)}</p></header><main>\n"
         )
@@ -293,13 +307,13 @@ def _traj_card(line: Mapping[str, Any], folder: Path, assets: Assets) -> str:
     shot = _screenshot(folder, line)
     src = assets.src(shot) if shot is not None else None
     if src is not None:
-        picture = (
-            f'<figure class="shot"><img src="{esc(src)}" loading="lazy" decoding="async" '
-            f'alt="after step {esc(number)}" data-step="{esc(number)}">'
+        shown = (
+            '<figure class="shot">'
+            f"{picture(src, f'after step {number}', data={'step': number})}"
             "<figcaption>the screen after the step</figcaption></figure>"
         )
     else:
-        picture = '<div class="noshot">no screenshot recorded for this step</div>'
+        shown = '<div class="noshot">no screenshot recorded for this step</div>'
     info = line.get("info")
     rows = [
         ("done", "yes" if line.get("done") else "no"),
@@ -308,7 +322,7 @@ def _traj_card(line: Mapping[str, Any], folder: Path, assets: Assets) -> str:
     ]
     return (
         f'<section class="card step" id="step-{esc(number)}"><div class="head"><h3>'
-        f"Step {esc(number)}</h3></div><div>{picture}</div><div>"
+        f"Step {esc(number)}</h3></div><div>{shown}</div><div>"
         f"<p class='meta'>response:</p>{pre(str(line.get('response', '')))}"
         f"<p class='meta'>action:</p>{pre(str(line.get('action', '')))}{kv(rows)}</div></section>\n"
     )

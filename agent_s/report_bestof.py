@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from agent_s.guards import files
-from agent_s.report_html import Assets, PageWriter, badge, esc, kv, money, table
+from agent_s.report_html import Assets, PageWriter, badge, esc, kv, money, picture, table
 from agent_s.result import BestOf
 from agent_s.trajectory import TRAJECTORY_FILE
 
@@ -176,11 +176,10 @@ def best_of_card(
         final = ""
         if attempt.number in finals:
             caption = f"attempt {attempt.number}: the final screen the judge saw"
+            shown = picture(finals[attempt.number], caption, data={"attempt": attempt.number})
             final = (
                 f'<figure class="extra final"><figcaption>{esc(caption)}</figcaption>'
-                f'<img src="{esc(finals[attempt.number])}" loading="lazy" decoding="async" '
-                f'data-attempt="{attempt.number}" '
-                f'alt="{esc(caption)}"></figure>'
+                f"{shown}</figure>"
             )
         parts.append(
             f'<section class="card" id="attempt-{attempt.number}"><h3>{head}</h3>'

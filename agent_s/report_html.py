@@ -38,25 +38,31 @@ header.top { background: #fff; border-bottom: 1px solid var(--line); padding: 12
 main { padding: 12px 24px 48px; max-width: 1800px; }
 h1 { font-size: 20px; margin: 4px 0; } h2 { font-size: 17px; margin: 20px 0 8px; }
 h3 { font-size: 15px; margin: 0 0 8px; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border: 1px solid
+pre { white-space: pre-wrap; overflow-wrap: break-word; background: #fff; border: 1px solid
   var(--line); border-radius: 4px; padding: 6px 8px; margin: 4px 0; max-height: 28em;
   overflow: auto; font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
-code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: anywhere; }
+pre.code { white-space: pre; overflow-wrap: normal; }
+code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: break-word; }
 table { border-collapse: collapse; margin: 4px 0 8px; background: #fff; }
 th, td { border: 1px solid var(--line); padding: 3px 6px; text-align: left;
-  vertical-align: top; overflow-wrap: anywhere; }
-th { background: #eef1f4; font-weight: 600; }
+  vertical-align: top; overflow-wrap: break-word; }
+th { background: #eef1f4; font-weight: 600; white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px;
   margin: 10px 0; }
-.step { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 12px; }
-.step > .head { grid-column: 1 / -1; }
-@media (max-width: 1100px) { .step { grid-template-columns: minmax(0, 1fr); } }
+.step { display: grid; grid-template-columns: minmax(0, 1fr); gap: 12px; }
 .shot { margin: 0; border: 1px solid var(--line); }
 .shot .frame { position: relative; line-height: 0; }
 .shot img { display: block; width: 100%; height: auto; background: #ddd; }
 .shot svg { position: absolute; left: 0; top: 0; width: 100%; height: 100%;
   pointer-events: none; overflow: hidden; }
+.zoom { display: block; cursor: zoom-in; }
+.zoom > input { display: none; }
+.zoom > .view, .zoom .frame { display: block; }
+.zoom > input:checked + .view { position: fixed; inset: 0; z-index: 10; overflow: auto;
+  background: rgba(0, 0, 0, 0.85); cursor: zoom-out; padding: 8px; }
+.zoom > input:checked + .view .frame { display: inline-block; }
+.zoom > input:checked + .view img { width: auto; max-width: none; }
 figcaption { line-height: 1.4; font-size: 12px; color: var(--dim); padding: 4px 6px; }
 .noshot { padding: 24px; color: var(--dim); border: 1px dashed var(--line); text-align: center; }
 .badge { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px;
@@ -65,12 +71,13 @@ figcaption { line-height: 1.4; font-size: 12px; color: var(--dim); padding: 4px 
 .badge.passed { background: var(--ok); }
 .badge.error, .badge.failed, .badge.invalid, .badge.refused, .badge.not-passed,
 .badge.infeasible { background: var(--bad); }
+.badge.partial { background: var(--warn); }
 .badge.cancelled, .badge.max_steps, .badge.budget_exceeded, .badge.needs_input,
 .badge.planned, .badge.skipped { background: var(--warn); }
 .meta { color: var(--dim); font-size: 12px; }
 .warn { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 8px 12px; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 4px 0; }
-dl.kv dt { color: var(--dim); } dl.kv dd { margin: 0; overflow-wrap: anywhere; }
+dl.kv dt { color: var(--dim); } dl.kv dd { margin: 0; min-width: 0; overflow-wrap: break-word; }
 nav.toc { display: flex; flex-wrap: wrap; gap: 3px; margin: 8px 0; }
 nav.toc a { display: inline-block; min-width: 2.6em; text-align: center; padding: 1px 4px;
   border-radius: 3px; background: #eef1f4; color: #1f2328; text-decoration: none;
@@ -81,7 +88,7 @@ details > summary { cursor: pointer; color: #0969da; }
 .extra img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 .final img { max-width: 640px; }
 ul.narrative { list-style: none; padding-left: 0; }
-ul.narrative li { padding: 2px 0; border-bottom: 1px solid #eef1f4; overflow-wrap: anywhere; }
+ul.narrative li { padding: 2px 0; border-bottom: 1px solid #eef1f4; overflow-wrap: break-word; }
 """
 
 
@@ -172,8 +179,30 @@ def kv(rows: list[tuple[str, str]]) -> str:
     return f'<dl class="kv">{body}</dl>' if body else ""
 
 
-def pre(text: str) -> str:
-    return f"<pre>{esc(text)}</pre>"
+def pre(text: str, *, code: bool = False) -> str:
+    """Text as written; ``code``: its lines kept whole (scrolls sideways), not wrapped."""
+    return f'<pre class="code">{esc(text)}</pre>' if code else f"<pre>{esc(text)}</pre>"
+
+
+def picture(
+    src: str,
+    alt: str,
+    *,
+    size: tuple[int, int] | None = None,
+    over: str = "",
+    data: dict[str, object] | None = None,
+) -> str:
+    """An image at the width of its column that opens at full size on a click (and closes on
+    another; CSS only: the page runs no script). Eager and decoded at once, so that the page's
+    ``load`` comes only once every image shows. ``over``: an SVG drawn on it; ``data``: the
+    image's ``data-`` attributes."""
+    sized = f' width="{size[0]}" height="{size[1]}"' if size else ""
+    marks = "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in (data or {}).items())
+    return (
+        f'<label class="zoom" title="click for full size"><input type="checkbox">'
+        f'<span class="view"><span class="frame"><img src="{esc(src)}" decoding="sync"{sized}'
+        f'{marks} alt="{esc(alt)}">{over}</span></span></label>'
+    )
 
 
 def table(head: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset()) -> str:
@@ -216,4 +245,5 @@ __all__ = [
     "pre",
     "seconds",
     "table",
+    "picture",
 ]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_s.guards.files import contained
-from agent_s.report_html import Assets, badge, esc, kv, money, pre, seconds, table
+from agent_s.report_html import Assets, badge, esc, kv, money, picture, pre, seconds, table
 from agent_s.report_overlay import Frame, image_size, op_point, overlay
 from agent_s.step import Step, SubStep
 
@@ -36,10 +36,10 @@ def _figure(
         return f'<div class="noshot">{esc(path.name)} is missing from the run folder</div>'
     width, height = image_size(path, fallback)
     alt = f"step {step.step} screenshot"
+    drawn = overlay(step, frame, (width, height))
     return (
-        f'<figure class="shot"><div class="frame"><img src="{esc(src)}" loading="lazy" '
-        f'decoding="async" width="{width}" height="{height}" alt="{esc(alt)}" '
-        f'data-step="{step.step}">{overlay(step, frame, (width, height))}</div>'
+        '<figure class="shot">'
+        f"{picture(src, alt, size=(width, height), over=drawn, data={'step': step.step})}"
         f"<figcaption>{esc(caption)}</figcaption></figure>"
     )
 
@@ -105,8 +105,7 @@ def _extra_images(step: Step, folder: Path, assets: Assets) -> str:
         if src is not None:
             parts.append(
                 f'<figure class="extra"><figcaption>{esc(caption)}</figcaption>'
-                f'<img src="{esc(src)}" loading="lazy" decoding="async" alt="{esc(caption)}">'
-                "</figure>"
+                f"{picture(src, caption)}</figure>"
             )
     return "".join(parts)
 
@@ -118,7 +117,7 @@ def _step_details(step: Step) -> str:
     rows = [
         ("detail", esc(step.detail)),
         ("window", esc(step.active_window or "")),
-        ("code", f"<code>{esc(step.code)}</code>" if step.code else ""),
+        ("code", pre(step.code, code=True) if step.code else ""),
     ]
     parts.append(kv(rows))
     if step.observed:

@@ -176,3 +176,45 @@ def test_run_goes_on_past_bad_files_and_reports_errors_truthfully(tmp_path: Path
     text = CliRunner().invoke(app, ["bench", "report", str(results)])
     assert "os/good: said done, not achieved score=0.0" in text.stdout
     assert "succeeded score=0.0" not in text.output
+
+
+def test_the_index_shows_each_instruction_and_a_right_infeasible_answer_as_a_success(
+    tmp_path: Path,
+) -> None:
+    from agent_s.report_bench import write_bench_report
+
+    model = tmp_path / "results" / "pyautogui" / "screenshot" / "m"
+    records = {
+        "os/feasible": {"status": "succeeded", "score": 1.0, "infeasible": False},
+        "os/impossible": {
+            "status": "failed",
+            "score": 1.0,
+            "infeasible": True,
+            "last_action": "FAIL",
+        },
+        "os/missed": {"status": "succeeded", "score": 0.0, "infeasible": False},
+    }
+    for where, fields in records.items():
+        folder = model / where
+        folder.mkdir(parents=True)
+        task = where.split("/")[1]
+        record = {
+            "task_id": task,
+            "domain": "os",
+            "policy": "agent",
+            "model": "m",
+            "instruction": f"Please do the {task} thing <b>now</b>",
+            **fields,
+        }
+        (folder / "result.json").write_text(json.dumps(record))
+        (folder / "result.txt").write_text(str(fields["score"]))
+    index = write_bench_report(tmp_path / "results").read_text()
+    rows = {
+        task: index[index.index(f">{task}<") :][:600]
+        for task in ("feasible", "impossible", "missed")
+    }
+    for task, row in rows.items():
+        assert f"Please do the {task} thing &lt;b&gt;now&lt;/b&gt;" in row  # shown, as text
+    assert 'class="badge succeeded">infeasible (said fail)' in rows["impossible"]
+    assert 'class="badge succeeded">succeeded' in rows["feasible"]
+    assert 'class="badge failed">said done, not achieved' in rows["missed"]
