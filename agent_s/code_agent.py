@@ -50,6 +50,7 @@ from agent_s.code_runner import (
     clip_middle,
 )
 from agent_s.config import CodeAgentConfig
+from agent_s.containment import resolve_sandbox
 from agent_s.models.errors import OutputTruncated, Refused
 from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform, code_agent_system_prompt, load_template
@@ -352,7 +353,7 @@ class CodeAgent:
             shown = self.screen.file(self.workdir, files)
             if shown is not None:
                 parts.append(template.render("screen_file", path=str(shown)))
-        if self.settings.sandbox == "bwrap":
+        if resolve_sandbox(self.settings.sandbox) == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
             parts.append(template.render("sandbox", writable=", ".join(map(str, folders))))
         if self.memory is not None and (recalled := self.memory(task)):

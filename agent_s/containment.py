@@ -62,6 +62,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 from urllib.parse import unquote
 
 import psutil
@@ -160,6 +161,81 @@ def containment_problem() -> str | None:
         "with it, but the code can see the machine's processes and may read the agent's "
         "environment through /proc"
     )
+
+
+# -- which sandbox is in force -------------------------------------------------------------------
+
+Sandbox = Literal["bwrap", "none"]
+
+
+class ContainmentWarning(UserWarning):
+    """Model-written code will run with less containment than the default asks for."""
+
+
+_told: list[str] = []  # the fallback line, once said in this process
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """Why bubblewrap cannot sandbox code on this machine, or None when it can: a real probe
+    (a contained ``true`` with every namespace the sandbox makes), run once per process."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
+    argv += ["--die-with-parent", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else [])]
+    try:
+        probe = subprocess.run([*argv, "--", "true"], capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"bwrap could not be run: {err}"
+    if probe.returncode != 0:
+        detail = probe.stderr.decode("utf-8", "replace").strip() or f"status {probe.returncode}"
+        return f"bwrap cannot create a sandbox here (user namespaces may be disabled): {detail}"
+    return None
+
+
+def resolve_sandbox(name: str) -> Sandbox:
+    """The sandbox ``--code-sandbox NAME`` means here: ``auto`` (the default) is bubblewrap
+    where it works (``sandbox_problem``), else ``none``, the reduced containment (a PID
+    namespace of its own, module docstring); ``bwrap`` and ``none`` as given."""
+    if name == "auto":
+        return "bwrap" if sandbox_problem() is None else "none"
+    if name in ("bwrap", "none"):
+        return "bwrap" if name == "bwrap" else "none"
+    raise ValueError(f"unknown code sandbox {name!r}; use auto, bwrap or none")
+
+
+def fallback_line() -> str:
+    """What ``--code-sandbox auto`` falling back means, and the fix, in one line."""
+    return (
+        "model-written code and checks run without the bubblewrap sandbox (only in a PID "
+        f"namespace of their own, able to write wherever you can): {sandbox_problem()}; "
+        "install bubblewrap, or pass --code-sandbox none to accept this"
+    )
+
+
+def settle_sandbox(name: str, say: Callable[[str], None]) -> Sandbox:
+    """``resolve_sandbox(name)``, at a command's edge: when ``auto`` falls back to ``none``,
+    ``say`` gets ``fallback_line()``, once per process (later callers stay quiet)."""
+    sandbox = resolve_sandbox(name)
+    if name == "auto" and sandbox == "none" and not _told:
+        _told.append(line := fallback_line())
+        say(line)
+    return sandbox
+
+
+def sandbox_in_force(name: str) -> tuple[bool, str]:
+    """Which containment ``--code-sandbox NAME`` gives code here, in one line; False when it
+    is less than the sandbox (``agent-s doctor``)."""
+    sandbox, namespace = resolve_sandbox(name), containment_problem()
+    if sandbox == "bwrap":
+        return True, (
+            f"bubblewrap (--code-sandbox {name}): no network, no display or session bus, "
+            "writes only in the working folder, a fresh HOME"
+        )
+    given = "none" if name == "none" else f"auto, but {sandbox_problem()}"
+    reach = namespace or "code runs in a PID namespace of its own"
+    return False, f"no sandbox (--code-sandbox {given}): {reach}; it can write wherever you can"
 
 
 # -- the sandbox -----------------------------------------------------------------------------

