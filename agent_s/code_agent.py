@@ -283,7 +283,10 @@ def runner_settings(
     env: Mapping[str, str] | None,
     secrets: Sequence[str],
 ) -> RunnerSettings:
-    """The contained runner's settings for the code agent's blocks (and plans' command checks)."""
+    """The contained runner's settings for the code agent's blocks (and plans' command checks,
+    practice's checks). When ``workdir`` is the desktop's HOME (the default), it is HOME in the
+    sandbox too, so that ``~`` means what the task means; else the sandbox's HOME is fresh."""
+    home = (env or os.environ).get("HOME")
     return RunnerSettings(
         workdir=workdir,
         timeout_s=settings.timeout_s,
@@ -294,6 +297,7 @@ def runner_settings(
         python=settings.python,
         env=dict(env) if env is not None else None,
         secrets=tuple(secrets),
+        home=workdir if home and Path(home).expanduser().resolve() == workdir.resolve() else None,
     )
 
 
@@ -355,7 +359,10 @@ class CodeAgent:
                 parts.append(template.render("screen_file", path=str(shown)))
         if resolve_sandbox(self.settings.sandbox) == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
-            parts.append(template.render("sandbox", writable=", ".join(map(str, folders))))
+            writable = ", ".join(map(str, folders))
+            parts.append(template.render("sandbox", writable=writable))
+            if self.runner_settings().home is None:
+                parts.append(template.render("sandbox_home", writable=writable))
         if self.memory is not None and (recalled := self.memory(task)):
             parts.append(recalled)
         return [Message.text("system", system), Message.text("user", "\n".join(parts))]

@@ -26,8 +26,8 @@ except ``workdir``, the extra ``writable`` folders and the scratch folder; empty
 (no X display socket, no session or system bus); no network; new PID/IPC/UTS namespaces, no
 capabilities; a short environment without DISPLAY, XAUTHORITY or the bus address, and HOME a
 fresh empty folder (``scratch/home``; ``workdir`` stays the current, writable folder even when
-it is the real home), or ``home`` when given (a folder that is itself fresh, as a virtual
-desktop's HOME is: a practice check reads ``~`` there; it is writable). See
+it is the real home), or ``home`` when given (it is made writable: ``runner_settings`` of
+``agent_s.code_agent`` gives the working folder when that is the desktop's HOME). See
 ``agent_s.containment`` for the details and what is not covered. ``sandbox="auto"`` (the
 default) is bubblewrap where it works here and the PID namespace alone where it does not
 (``resolve_sandbox``; the command that runs the code says so, ``settle_sandbox``).

@@ -15,12 +15,18 @@ The wrapper, one of two:
   (no network, and the X server's abstract socket lives in another network namespace), a
   fresh /dev and /proc, a new session (no TIOCSTI), no capabilities (as root: no unmounting
   the tmpfs to look under it), and only a short, explicit environment (``sandbox_environment``):
-  no DISPLAY, XAUTHORITY or D-Bus address. HOME is always a fresh empty folder inside the
-  scratch folder, whatever the working folder is: the working folder stays writable as the
-  current folder (also when it is the real home, the default of the code agent). When the
+  no DISPLAY, XAUTHORITY or D-Bus address. HOME is a fresh empty folder inside the scratch
+  folder, or the working folder when that is the desktop's HOME (the code agent's default:
+  ``~`` then means what the task means; a virtual desktop's HOME is itself fresh, one per
+  desktop, task or attempt). The working folder stays writable as the current folder (also
+  when it is the real home, the default of the code agent on the user's desktop). When the
   real home is writable that way, its shell and session start-up files that exist
   (``.bashrc``, ``.profile``, ``.config/autostart``, ...) are bound read-only over themselves;
   ones that do not exist yet could still be created there.
+
+Which wrapper: ``--code-sandbox auto`` (the default) is the sandbox wherever bubblewrap works
+here (``sandbox_problem``, a real probe), else containment only; ``settle_sandbox`` resolves
+it at a command's edge and says, once, when it falls back.
 * containment only (no sandbox, ``containment_argv``): a new PID namespace with its own /proc,
   nothing else changed (the whole file system, the network and the variables the runner was
   given stay reachable: that is the unsandboxed mode). ``bwrap --dev-bind / / --unshare-pid
@@ -231,7 +237,7 @@ def sandbox_in_force(name: str) -> tuple[bool, str]:
     if sandbox == "bwrap":
         return True, (
             f"bubblewrap (--code-sandbox {name}): no network, no display or session bus, "
-            "writes only in the working folder, a fresh HOME"
+            "writes only in the working folder"
         )
     given = "none" if name == "none" else f"auto, but {sandbox_problem()}"
     reach = namespace or "code runs in a PID namespace of its own"

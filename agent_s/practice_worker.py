@@ -183,8 +183,7 @@ def _job(spec: Mapping[str, Any], api_key: str | None) -> dict[str, Any]:
         time.sleep(0.5)  # its first paint
         secret = [s for s in (api_key, *settings.secret_values()) if s]
         runner = runner_settings(settings.code_agent, desk.home, desk.env, secret)
-        # the check's ~ is this desktop's fresh HOME, also inside the sandbox
-        runner = replace(runner, timeout_s=min(runner.timeout_s, CHECK_TIMEOUT), home=desk.home)
+        runner = replace(runner, timeout_s=min(runner.timeout_s, CHECK_TIMEOUT))
         if spec["job"] == "probe":
             return {"kind": "result", "status": "done", "check": asdict(run_check(check, runner))}
         config = settings.build_agent_config(
