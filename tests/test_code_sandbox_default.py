@@ -271,3 +271,40 @@ def test_doctor_names_the_containment_in_force(tmp_path: Path, desktop: Any) -> 
         assert default["status"] == "ok"
         assert default["detail"].startswith("bubblewrap (--code-sandbox auto)")
         assert "--code-sandbox auto" in chosen["fix"]
+
+
+@needs_bwrap
+def test_a_plans_command_check_runs_contained_by_default(
+    tmp_path: Path, x11: Any, outside: Path
+) -> None:
+    """A plan's subtask check is model-written too: with the SDK's defaults it may write in
+    the working folder only and reaches no display."""
+    from agent_s.planning import PlanSettings
+
+    work = tmp_path / "work"
+    work.mkdir()
+    escaped = outside / "escaped.txt"
+    check = {"kind": "command", "argv": ["python3", "-c", hostile(), str(escaped)]}
+    subtask = {"id": "look", "description": "Look at the screen", "check": check}
+    body = {"feasible": True, "reason": "", "subtasks": [subtask]}
+    script = [
+        reply("The plan:\n```json\n" + json.dumps(body) + "\n```"),
+        reply(act("agent.done()")),
+    ]
+    with ScriptedModelServer(script) as server:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "sk-x")
+        config = AgentConfig(
+            record_dir=tmp_path / "runs",
+            settle_seconds=0.1,
+            plan=PlanSettings("always"),
+            code=CodeAgentConfig(workdir=work, python=sys.executable, timeout_s=30),
+        )
+        agent = Agent(model, settings=config, grounding=GroundingConfig("a11y"), backend=x11)
+        result = agent.run("Look at the screen")
+    assert not escaped.exists()
+    assert (work / "mine.txt").read_text() == "mine"  # the check ran, in the working folder
+    assert result.plan is not None
+    (record,) = result.plan["subtasks"]
+    detail = " ".join(c["detail"] for c in record["checks"])
+    assert "KEPT-IN" in detail, detail
+    assert "DISPLAY-REACHED" not in detail
