@@ -189,15 +189,12 @@ def sandbox_problem() -> str | None:
     if exe is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
-    argv += ["--die-with-parent", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else [])]
-    try:
-        probe = subprocess.run([*argv, "--", "true"], capture_output=True, timeout=15, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"bwrap could not be run: {err}"
-    if probe.returncode != 0:
-        detail = probe.stderr.decode("utf-8", "replace").strip() or f"status {probe.returncode}"
-        return f"bwrap cannot create a sandbox here (user namespaces may be disabled): {detail}"
-    return None
+    argv += ["--die-with-parent", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else []), "--"]
+    problem = _probe(tuple(argv))
+    if problem is None:
+        return None
+    detail = problem.removeprefix("bwrap: ")
+    return f"bwrap cannot create a sandbox here (user namespaces may be disabled): {detail}"
 
 
 def resolve_sandbox(name: str) -> Sandbox:

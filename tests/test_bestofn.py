@@ -14,13 +14,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from escapes import outside_tmp
 from PIL import Image
 from ray_cluster import ray_cluster
 
@@ -746,12 +746,8 @@ def test_an_attempts_code_cannot_write_into_another_attempts_home(tmp_path: Path
     script = RoutedScript(routes, [_pick_without("call_code_agent")])
     # the records where a user keeps them (~/.local/share/...): not under /tmp, which the
     # sandbox covers anyway
-    base = Path("/var/tmp") if os.access("/var/tmp", os.W_OK) else tmp_path  # noqa: S108
-    runs = Path(tempfile.mkdtemp(prefix="agent-s-best-of-", dir=base))
-    try:
+    with outside_tmp(tmp_path) as runs:
         _attack_siblings(tmp_path, runs, script)
-    finally:
-        shutil.rmtree(runs, ignore_errors=True)
 
 
 def _attack_siblings(tmp_path: Path, runs: Path, script: RoutedScript) -> None:

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from escapes import broken_bwrap, outside_tmp
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.code_runner import sandbox_problem
@@ -39,14 +38,9 @@ def block(language: str, code: str) -> str:
 
 
 @pytest.fixture
-def outside() -> Iterator[Path]:
-    """A folder outside /tmp (which the sandbox covers with an empty tmpfs anyway): there the
-    sandbox sees the real files, read-only."""
-    if not os.access("/var/tmp", os.W_OK):  # noqa: S108 - a test folder, removed after
-        pytest.skip("/var/tmp is not writable")
-    folder = Path(tempfile.mkdtemp(prefix="agent-s-outside-", dir="/var/tmp"))  # noqa: S108
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def outside(tmp_path: Path) -> Iterator[Path]:
+    with outside_tmp(tmp_path) as folder:
+        yield folder
 
 
 # What a hostile block tries. Its words to look for are built at run time, so that the code's
@@ -153,6 +147,21 @@ def test_run_with_no_flag_keeps_the_code_agent_in_its_desktops_home(
     assert "ESC-APED" not in printed
 
 
+def sdk_agent(
+    server: ScriptedModelServer, x11: Any, tmp_path: Path, work: Path, **config: Any
+) -> Agent:
+    """An SDK agent with the defaults but for its working folder (and ``config``)."""
+    model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "sk-x")
+    settings = AgentConfig(
+        record_dir=tmp_path / "runs",
+        settle_seconds=0.1,
+        safety=SafetyConfig(mode="auto"),
+        code=CodeAgentConfig(workdir=work, python=sys.executable, timeout_s=30),
+        **config,
+    )
+    return Agent(model, settings=settings, grounding=GroundingConfig("a11y"), backend=x11)
+
+
 @needs_bwrap
 def test_the_sdk_with_its_defaults_keeps_code_in_the_working_folder(
     tmp_path: Path, x11: Any, outside: Path
@@ -166,14 +175,7 @@ def test_the_sdk_with_its_defaults_keeps_code_in_the_working_folder(
         reply(act("agent.done()")),
     ]
     with ScriptedModelServer(script) as server:
-        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "sk-x")
-        config = AgentConfig(
-            record_dir=tmp_path / "runs",
-            settle_seconds=0.1,
-            safety=SafetyConfig(mode="auto"),
-            code=CodeAgentConfig(workdir=work, python=sys.executable, timeout_s=30),
-        )
-        agent = Agent(model, settings=config, grounding=GroundingConfig("a11y"), backend=x11)
+        agent = sdk_agent(server, x11, tmp_path, work)
         result = agent.run("Tidy up the files")
     assert result.status is RunStatus.SUCCEEDED, result
     assert (work / "mine.txt").read_text() == "mine"
@@ -185,23 +187,13 @@ def test_the_sdk_with_its_defaults_keeps_code_in_the_working_folder(
     assert "DISPLAY-REACHED" not in printed
 
 
-def _broken_bwrap(tmp_path: Path) -> str:
-    """A PATH whose ``bwrap`` cannot make a sandbox, as where user namespaces are disabled."""
-    folder = tmp_path / "broken-bin"
-    folder.mkdir()
-    fake = folder / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    return f"{folder}:{os.environ['PATH']}"
-
-
 def test_where_bubblewrap_cannot_run_run_says_so_once_and_runs_the_code_contained(
     tmp_path: Path, desktop: Any
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     home = tmp_path / "home"
-    path = _broken_bwrap(tmp_path)
+    path = broken_bwrap(tmp_path)
     config = f'[code_agent]\nworkdir = "{work}"\npython = "{sys.executable}"\n'
 
     def script(tag: str) -> list[Any]:
@@ -257,7 +249,7 @@ def _doctor(env: dict[str, str]) -> dict[str, Any]:
 def test_doctor_names_the_containment_in_force(tmp_path: Path, desktop: Any) -> None:
     home = tmp_path / "home"
     base = _env(home, {"DISPLAY": desktop.display})
-    broken = _doctor(base | {"PATH": _broken_bwrap(tmp_path)})
+    broken = _doctor(base | {"PATH": broken_bwrap(tmp_path)})
     assert broken["status"] == "warn"
     assert broken["detail"].startswith("no sandbox (--code-sandbox auto, but bwrap cannot")
     assert "it can write wherever you can" in broken["detail"]
@@ -292,14 +284,7 @@ def test_a_plans_command_check_runs_contained_by_default(
         reply(act("agent.done()")),
     ]
     with ScriptedModelServer(script) as server:
-        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "sk-x")
-        config = AgentConfig(
-            record_dir=tmp_path / "runs",
-            settle_seconds=0.1,
-            plan=PlanSettings("always"),
-            code=CodeAgentConfig(workdir=work, python=sys.executable, timeout_s=30),
-        )
-        agent = Agent(model, settings=config, grounding=GroundingConfig("a11y"), backend=x11)
+        agent = sdk_agent(server, x11, tmp_path, work, plan=PlanSettings("always"))
         result = agent.run("Look at the screen")
     assert not escaped.exists()
     assert (work / "mine.txt").read_text() == "mine"  # the check ran, in the working folder

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from escapes import broken_bwrap, outside_tmp
 
 from agent_s.curriculum import (
     BashCheckSpec,
@@ -380,24 +381,18 @@ PY
 """
 
 
-def _unique_folder_outside_tmp(tmp_path: Path) -> Path:
-    """A folder outside /tmp (which the sandbox covers anyway): under /var/tmp."""
-    import tempfile
-
-    base = Path("/var/tmp") if os.access("/var/tmp", os.W_OK) else tmp_path  # noqa: S108
-    return Path(tempfile.mkdtemp(prefix="agent-s-outside-", dir=base))
-
-
 def test_the_models_check_with_no_flags_writes_nothing_outside_its_desktop_and_sees_no_display(
     tmp_path: Path, desktop: Any
 ) -> None:
     """The attack on issue 27: ``agent-s practice APP`` with no flags, and a proposed check
     that writes outside the desktop's HOME, into the real user's home, and reaches for the X
     display (the user's desktop: this session's, and the practice desktop's own)."""
-    import shutil
-
     home = tmp_path / "home"  # the real user's home, as far as agent-s knows
-    outside = _unique_folder_outside_tmp(tmp_path)
+    with outside_tmp(tmp_path) as outside:
+        _attack_with_a_check(home, outside, desktop)
+
+
+def _attack_with_a_check(home: Path, outside: Path, desktop: Any) -> None:
     check = "\n".join(
         [
             "echo mine > ~/mine.txt && echo WROTE-OWN-HOME",
@@ -411,40 +406,27 @@ def test_the_models_check_with_no_flags_writes_nothing_outside_its_desktop_and_s
         ]
     )
     script = [reply(proposal(ALREADY, {"bash": check}))]
-    try:
-        with ScriptedModelServer(script) as server:
-            env = _env(home, server) | {"DISPLAY": desktop.display}
-            (home / ".bashrc").write_text("# the user's own\n")
-            done = subprocess.run(
-                [AGENT_S, "practice", "xterm", "--tasks", "1", "--json", "--db", str(home / "m")],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-        assert done.returncode == 0, done.stderr
-        (task,) = json.loads(done.stdout)["tasks"]
-        # the check did run (and could write its own desktop's HOME) ...
-        assert task["status"] == "rejected", task
-        assert "WROTE-OWN-HOME" in task["reason"], task["reason"]
-        # ... but nothing outside it, and reached no display
-        assert not (outside / "escaped.txt").exists()
-        assert not (home / "planted.txt").exists()
-        assert (home / ".bashrc").read_text() == "# the user's own\n"
-        assert "REACHED" not in task["reason"].replace("WROTE-OWN-HOME", ""), task["reason"]
-    finally:
-        shutil.rmtree(outside, ignore_errors=True)
-
-
-def _broken_bwrap(tmp_path: Path) -> str:
-    """A PATH whose ``bwrap`` cannot make a sandbox, as where user namespaces are disabled."""
-    folder = tmp_path / "broken-bin"
-    folder.mkdir()
-    fake = folder / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    return f"{folder}:{os.environ['PATH']}"
+    with ScriptedModelServer(script) as server:
+        env = _env(home, server) | {"DISPLAY": desktop.display}
+        (home / ".bashrc").write_text("# the user's own\n")
+        done = subprocess.run(
+            [AGENT_S, "practice", "xterm", "--tasks", "1", "--json", "--db", str(home / "m")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    (task,) = json.loads(done.stdout)["tasks"]
+    # the check did run (and could write its own desktop's HOME) ...
+    assert task["status"] == "rejected", task
+    assert "WROTE-OWN-HOME" in task["reason"], task["reason"]
+    # ... but nothing outside it, and reached no display
+    assert not (outside / "escaped.txt").exists()
+    assert not (home / "planted.txt").exists()
+    assert (home / ".bashrc").read_text() == "# the user's own\n"
+    assert "REACHED" not in task["reason"].replace("WROTE-OWN-HOME", ""), task["reason"]
 
 
 def test_practice_does_not_start_without_bubblewrap_unless_none_is_given(
@@ -453,7 +435,7 @@ def test_practice_does_not_start_without_bubblewrap_unless_none_is_given(
     home = tmp_path / "home"
     script = [reply(proposal(ALREADY, {"argv": ["test", "-d", "~"]}))]
     with ScriptedModelServer(script) as server:
-        env = _env(home, server) | {"PATH": _broken_bwrap(tmp_path)}
+        env = _env(home, server) | {"PATH": broken_bwrap(tmp_path)}
         argv = [AGENT_S, "practice", "xterm", "--tasks", "1", "--json", "--db", str(home / "m")]
         refused = subprocess.run(
             argv, env=env, capture_output=True, text=True, timeout=120, check=False
