@@ -56,14 +56,16 @@ from agent_s.containment import (
     containment_argv,
     containment_problem,
     end_block,
-    hidden_in_sandbox,
+    interpreter_roots,
     launcher_argv,
     launcher_file,
+    private_homes,
     read_report,
     resolve_sandbox,
     sandbox_argv,
     sandbox_environment,
     sandbox_problem,
+    user_homes,
 )
 from agent_s.errors import AgentSError
 from agent_s.redact import without_secrets
@@ -203,23 +205,6 @@ def code_environment(
     env = without_secrets(base, secrets)
     env.update(extra)
     return env
-
-
-def _interpreter_roots(argv: list[str]) -> list[str]:
-    """The folders the interpreters in ``argv`` live in, when the sandbox would hide them (a
-    checkout or virtual environment under /tmp or /run): the whole virtual environment (its
-    pyvenv.cfg and site-packages), else the interpreter's folder; bound back read-only."""
-    roots = []
-    for arg in argv:
-        path = Path(arg)
-        if not path.is_absolute() or not path.is_file() or not os.access(path, os.X_OK):
-            continue
-        if not hidden_in_sandbox(path):
-            continue
-        folder = path.parent
-        root = folder.parent if (folder.parent / "pyvenv.cfg").is_file() else folder
-        roots.append(str(root))
-    return list(dict.fromkeys(roots))
 
 
 class CodeRunner:
@@ -387,13 +372,15 @@ class CodeRunner:
         if self.sandbox == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
             folders += [self.home] if self.home != self.scratch / "home" else []
+            private = private_homes(user_homes(self._base()), [*folders, self.scratch])
             argv = [
                 *sandbox_argv(
                     shutil.which("bwrap") or "bwrap",
                     writable=[*folders, self.scratch],
                     env=self._env(),
                     session=self._base(),
-                    kept=[argv[0], launcher_file(), *_interpreter_roots(argv)],
+                    kept=[argv[0], launcher_file(), *interpreter_roots(argv, private)],
+                    private=private,
                 ),
                 *argv,
             ]

