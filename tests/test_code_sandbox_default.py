@@ -293,3 +293,28 @@ def test_a_plans_command_check_runs_contained_by_default(
     detail = " ".join(c["detail"] for c in record["checks"])
     assert "KEPT-IN" in detail, detail
     assert "DISPLAY-REACHED" not in detail
+
+
+_SDK_TWICE = """
+from agent_s import Agent, AgentConfig, ModelConfig
+model = ModelConfig("openai-compatible", "scripted-model", "http://127.0.0.1:9/v1", "sk-x")
+for _ in range(2):
+    agent = Agent(model, settings=AgentConfig())
+    print(agent.settings.code.sandbox)
+"""
+
+
+def test_the_sdk_where_bubblewrap_cannot_run_warns_once_and_falls_back(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SDK_TWICE],
+        env={**os.environ, "PATH": broken_bwrap(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["none", "none"]
+    assert done.stderr.count("ContainmentWarning") == 1, done.stderr
+    assert FALLBACK in done.stderr
+    assert "--code-sandbox none" in done.stderr
