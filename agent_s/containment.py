@@ -236,6 +236,8 @@ def sandbox_in_force(name: str) -> tuple[bool, str]:
     """Which containment ``--code-sandbox NAME`` gives code here, in one line; False when it
     is less than the sandbox (``agent-s doctor``)."""
     sandbox, namespace = resolve_sandbox(name), containment_problem()
+    if name == "bwrap" and (problem := sandbox_problem()) is not None:
+        return False, f"--code-sandbox bwrap cannot be used, so code will not run: {problem}"
     if sandbox == "bwrap":
         return True, (
             f"bubblewrap (--code-sandbox {name}): no network, no display or session bus, "
