@@ -28,15 +28,16 @@ The wrapper, one of two:
   (``.bashrc``, ``.profile``, ``.config/autostart``, ...) are bound read-only over themselves;
   ones that do not exist yet could still be created there.
 
-Which wrapper: ``--code-sandbox auto`` (the default) is the sandbox wherever bubblewrap works
-here (``sandbox_problem``, a real probe), else containment only; ``settle_sandbox`` resolves
-it at a command's edge and says, once, when it falls back.
 * containment only (no sandbox, ``containment_argv``): a new PID namespace with its own /proc,
   nothing else changed (the whole file system, the network and the variables the runner was
   given stay reachable: that is the unsandboxed mode). ``bwrap --dev-bind / / --unshare-pid
   --proc /proc --die-with-parent`` when bubblewrap works, else util-linux ``unshare --pid --fork
   --mount-proc --kill-child`` (with ``--user --map-current-user`` or ``--map-root-user`` when
   not root), whichever works first here (probed once per executable).
+
+Which wrapper: ``--code-sandbox auto`` (the default) is the sandbox wherever bubblewrap works
+here (``sandbox_problem``, a real probe), else containment only; ``settle_sandbox`` resolves
+it at a command's edge and says, once, when it falls back.
 
 The launcher is ``agent_s/_launcher.py`` run as a file (``launcher_argv``, ``python -I -S``,
 standard library only) as the first process inside the wrapper: a child subreaper (orphans,
@@ -277,7 +278,8 @@ def private_homes(homes: Sequence[Path], writable: Sequence[Path]) -> list[Path]
     and the real one is not there at all). Writable folders inside a hidden home are bound
     back over it."""
     folders = [Path(os.path.realpath(f)) for f in writable]
-    return [h for h in homes if not any(h.is_relative_to(f) for f in folders)]
+    kept = [h for h in homes if not hidden_in_sandbox(h)]  # under /tmp or /run: gone anyway
+    return [h for h in kept if not any(h.is_relative_to(f) for f in folders)]
 
 
 def interpreter_roots(argv: Sequence[str], private: Sequence[Path]) -> list[str]:
