@@ -28,6 +28,7 @@ import contextlib
 import os
 import shlex
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -40,6 +41,7 @@ from agent_s.actions import ActionModel, AskUserAction, CallCodeAgentAction
 from agent_s.code_agent import runner_settings, workdir_for
 from agent_s.code_runner import sandbox_problem
 from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
+from agent_s.containment import ContainmentWarning, settle_sandbox
 from agent_s.control import RunControl
 from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.monitors import monitor_to_capture
@@ -105,6 +107,20 @@ class _Draft:
             self.step = self.step.timed(part, time.perf_counter() - start)
 
 
+def _contained(settings: AgentConfig) -> AgentConfig:
+    """``settings`` with ``--code-sandbox auto`` resolved here: bubblewrap where it works, else
+    the reduced containment, said once as a ``ContainmentWarning`` (a command that resolved it
+    already said it in its own words)."""
+    code = settings.code
+    if not code.enabled or code.sandbox != "auto":
+        return settings
+
+    def warn(line: str) -> None:
+        warnings.warn(line, ContainmentWarning, stacklevel=4)
+
+    return replace(settings, code=replace(code, sandbox=settle_sandbox(code.sandbox, warn)))
+
+
 class Agent:
     """The GUI agent (see the module docstring). Construction fails fast on a missing key."""
 
@@ -142,7 +158,7 @@ class Agent:
                 setting="platform",
             )
         self.model = model
-        self._settings = settings or AgentConfig()
+        self._settings = _contained(settings or AgentConfig())
         self.grounding = grounding or GroundingConfig()
         self.on_step = on_step
         self.ask_user = ask_user

@@ -50,6 +50,7 @@ from agent_s.code_runner import (
     clip_middle,
 )
 from agent_s.config import CodeAgentConfig
+from agent_s.containment import resolve_sandbox
 from agent_s.models.errors import OutputTruncated, Refused
 from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform, code_agent_system_prompt, load_template
@@ -282,7 +283,10 @@ def runner_settings(
     env: Mapping[str, str] | None,
     secrets: Sequence[str],
 ) -> RunnerSettings:
-    """The contained runner's settings for the code agent's blocks (and plans' command checks)."""
+    """The contained runner's settings for the code agent's blocks (and plans' command checks,
+    practice's checks). When ``workdir`` is the desktop's HOME (the default), it is HOME in the
+    sandbox too, so that ``~`` means what the task means; else the sandbox's HOME is fresh."""
+    home = (env or os.environ).get("HOME")
     return RunnerSettings(
         workdir=workdir,
         timeout_s=settings.timeout_s,
@@ -293,6 +297,7 @@ def runner_settings(
         python=settings.python,
         env=dict(env) if env is not None else None,
         secrets=tuple(secrets),
+        home=workdir if home and Path(home).expanduser().resolve() == workdir.resolve() else None,
     )
 
 
@@ -352,9 +357,12 @@ class CodeAgent:
             shown = self.screen.file(self.workdir, files)
             if shown is not None:
                 parts.append(template.render("screen_file", path=str(shown)))
-        if self.settings.sandbox == "bwrap":
+        if resolve_sandbox(self.settings.sandbox) == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
-            parts.append(template.render("sandbox", writable=", ".join(map(str, folders))))
+            writable = ", ".join(map(str, folders))
+            parts.append(template.render("sandbox", writable=writable))
+            if self.runner_settings().home is None:
+                parts.append(template.render("sandbox_home", writable=writable))
         if self.memory is not None and (recalled := self.memory(task)):
             parts.append(recalled)
         return [Message.text("system", system), Message.text("user", "\n".join(parts))]

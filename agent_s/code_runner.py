@@ -26,15 +26,18 @@ except ``workdir``, the extra ``writable`` folders and the scratch folder; empty
 (no X display socket, no session or system bus); no network; new PID/IPC/UTS namespaces, no
 capabilities; a short environment without DISPLAY, XAUTHORITY or the bus address, and HOME a
 fresh empty folder (``scratch/home``; ``workdir`` stays the current, writable folder even when
-it is the real home). See ``agent_s.containment`` for the details and what is not covered.
+it is the real home), or ``home`` when given (it is made writable: ``runner_settings`` of
+``agent_s.code_agent`` gives the working folder when that is the desktop's HOME). See
+``agent_s.containment`` for the details and what is not covered. ``sandbox="auto"`` (the
+default) is bubblewrap where it works here and the PID namespace alone where it does not
+(``resolve_sandbox``; the command that runs the code says so, ``settle_sandbox``).
 ``sandbox_problem()`` says why bubblewrap cannot run on this machine (``None`` when it can); a
-runner is never silently unsandboxed.
+runner asked for ``bwrap`` is never silently unsandboxed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import resource
 import selectors
@@ -53,12 +56,16 @@ from agent_s.containment import (
     containment_argv,
     containment_problem,
     end_block,
-    hidden_in_sandbox,
+    interpreter_roots,
     launcher_argv,
     launcher_file,
+    private_homes,
     read_report,
+    resolve_sandbox,
     sandbox_argv,
     sandbox_environment,
+    sandbox_problem,
+    user_homes,
 )
 from agent_s.errors import AgentSError
 from agent_s.redact import without_secrets
@@ -93,8 +100,9 @@ class RunnerSettings:
     timeout_s: float = 60.0
     memory_mb: int | None = 2048
     output_bytes: int = 32_000
-    sandbox: SandboxName = "none"
+    sandbox: SandboxName = "auto"
     writable: tuple[Path, ...] = ()
+    home: Path | None = None  # the sandbox's HOME; None: a fresh empty one per runner
     python: str | None = None
     env: Mapping[str, str] | None = None  # None: this process's environment
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values never passed on
@@ -190,37 +198,6 @@ def clip_middle(text: str, limit: int) -> str:
     return f"{head}\n[... {len(text) - 2 * (keep // 2):,} characters left out ...]\n{tail}"
 
 
-@functools.cache
-def sandbox_problem() -> str | None:
-    """Why bubblewrap cannot sandbox code on this machine, or None when it can (checked once)."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    argv = [
-        exe,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-all",
-        "--die-with-parent",
-        *(["--cap-drop", "ALL"] if os.geteuid() == 0 else []),
-        "--",
-        "true",
-    ]
-    try:
-        probe = subprocess.run(argv, capture_output=True, timeout=15, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"bwrap could not be run: {err}"
-    if probe.returncode != 0:
-        detail = probe.stderr.decode("utf-8", "replace").strip() or f"status {probe.returncode}"
-        return f"bwrap cannot create a sandbox here (user namespaces may be disabled): {detail}"
-    return None
-
-
 def code_environment(
     base: Mapping[str, str], secrets: Iterable[str] = (), **extra: str
 ) -> dict[str, str]:
@@ -228,23 +205,6 @@ def code_environment(
     env = without_secrets(base, secrets)
     env.update(extra)
     return env
-
-
-def _interpreter_roots(argv: list[str]) -> list[str]:
-    """The folders the interpreters in ``argv`` live in, when the sandbox would hide them (a
-    checkout or virtual environment under /tmp or /run): the whole virtual environment (its
-    pyvenv.cfg and site-packages), else the interpreter's folder; bound back read-only."""
-    roots = []
-    for arg in argv:
-        path = Path(arg)
-        if not path.is_absolute() or not path.is_file() or not os.access(path, os.X_OK):
-            continue
-        if not hidden_in_sandbox(path):
-            continue
-        folder = path.parent
-        root = folder.parent if (folder.parent / "pyvenv.cfg").is_file() else folder
-        roots.append(str(root))
-    return list(dict.fromkeys(roots))
 
 
 class CodeRunner:
@@ -258,11 +218,16 @@ class CodeRunner:
             if problem is not None:
                 raise SandboxUnavailable(f"--code-sandbox bwrap: {problem}", reason=problem)
         self.settings = settings
+        self.sandbox = resolve_sandbox(settings.sandbox)  # auto: bwrap where it works
         self.workdir = Path(settings.workdir).expanduser().resolve()
         if not self.workdir.is_dir():
             raise CodeRunnerError(f"the code working folder {self.workdir} does not exist")
+        home = Path(settings.home).expanduser().resolve() if settings.home else None
+        if home is not None and not home.is_dir():
+            raise CodeRunnerError(f"the code's home folder {home} does not exist")
         self.scratch = Path(tempfile.mkdtemp(prefix="agent-s-code-"))
-        (self.scratch / "home").mkdir()  # the sandbox's HOME
+        (self.scratch / "home").mkdir()  # the sandbox's HOME, unless one is given
+        self.home = home or self.scratch / "home"
         self._count = 0
 
     def __enter__(self) -> CodeRunner:
@@ -404,15 +369,18 @@ class CodeRunner:
         """The argv with the launcher, the sandbox (bwrap) or the PID namespace, and the
         memory limit (prlimit) around it."""
         argv = launcher_argv(report_fd, argv)
-        if self.settings.sandbox == "bwrap":
+        if self.sandbox == "bwrap":
             folders = [self.workdir, *(Path(w).expanduser() for w in self.settings.writable)]
+            folders += [self.home] if self.home != self.scratch / "home" else []
+            private = private_homes(user_homes(self._base()), [*folders, self.scratch])
             argv = [
                 *sandbox_argv(
                     shutil.which("bwrap") or "bwrap",
                     writable=[*folders, self.scratch],
                     env=self._env(),
                     session=self._base(),
-                    kept=[argv[0], launcher_file(), *_interpreter_roots(argv)],
+                    kept=[argv[0], launcher_file(), *interpreter_roots(argv, private)],
+                    private=private,
                 ),
                 *argv,
             ]
@@ -449,8 +417,8 @@ class CodeRunner:
             PYTHONDONTWRITEBYTECODE="1",
             TMPDIR=str(self.scratch),
         )
-        if self.settings.sandbox == "bwrap":
-            return sandbox_environment(env, home=self.scratch / "home", tmpdir=self.scratch)
+        if self.sandbox == "bwrap":
+            return sandbox_environment(env, home=self.home, tmpdir=self.scratch)
         return env
 
 

@@ -44,7 +44,7 @@ from agent_s.planning import PlanSettings
 GroundMode = Literal["auto", "ocr", "a11y", "model", "native"]
 SafetyMode = Literal["auto", "confirm", "confirm-all", "deny-risky"]
 RuleEffect = Literal["allow", "risky", "deny"]
-SandboxName = Literal["none", "bwrap"]
+SandboxName = Literal["auto", "bwrap", "none"]
 
 DEFAULT_MAX_STEPS = 30
 # a settings table's rules: unknown keys are errors, keys may be given by field name too
@@ -329,7 +329,9 @@ class CodeAgentConfig:
     the ``[code_agent]`` table, where ``timeout_s`` is ``timeout``.
 
     ``workdir`` None: the desktop's home folder. ``sandbox`` ``bwrap``: bubblewrap, with the file
-    system read-only except ``workdir``, ``writable`` and a scratch folder, and no network.
+    system read-only except ``workdir``, ``writable`` and a scratch folder, and no network;
+    ``auto`` (the default): bubblewrap where it works here, else ``none``, a PID namespace alone
+    (``agent_s.containment.resolve_sandbox``; the command says so once).
     ``output_bytes``: kept of each stream of a block (half its start, half its end); the code
     model sees at most ``model_output_chars`` of it, the GUI worker's summary ``summary_chars``.
     """
@@ -340,7 +342,7 @@ class CodeAgentConfig:
     max_steps: int = 20
     timeout_s: Annotated[float, Field(alias="timeout")] = 60.0
     memory_mb: int | None = 2048
-    sandbox: SandboxName = "none"
+    sandbox: SandboxName = "auto"
     workdir: UserPath | None = None
     writable: tuple[UserPath, ...] = ()
     output_bytes: int = 32_000

@@ -7,7 +7,11 @@ The wrapper, one of two:
 
 * the sandbox (``--code-sandbox bwrap``, ``sandbox_argv``): bubblewrap with the file system
   read-only except the working folder, the extra writable folders and the runner's scratch
-  folder; fresh tmpfs over ``/tmp`` and ``/run`` (so the X server's socket folder
+  folder; the user's home (``user_homes``: the desktop's HOME, the agent's, the account's)
+  under an empty read-only tmpfs unless it is a writable folder or inside one
+  (``private_homes``; writable folders and the interpreters inside it are bound back), so
+  code on a virtual desktop, in a practice check or a Best-of-N attempt neither reads nor
+  writes the real home; fresh tmpfs over ``/tmp`` and ``/run`` (so the X server's socket folder
   ``/tmp/.X11-unix``, the session bus under ``/run/user``, the system bus, systemd's and
   container engines' sockets are not there), the session's own sockets named in the
   environment (``XDG_RUNTIME_DIR``, ``DBUS_SESSION_BUS_ADDRESS``, ``SSH_AUTH_SOCK``) and the home's
@@ -15,18 +19,25 @@ The wrapper, one of two:
   (no network, and the X server's abstract socket lives in another network namespace), a
   fresh /dev and /proc, a new session (no TIOCSTI), no capabilities (as root: no unmounting
   the tmpfs to look under it), and only a short, explicit environment (``sandbox_environment``):
-  no DISPLAY, XAUTHORITY or D-Bus address. HOME is always a fresh empty folder inside the
-  scratch folder, whatever the working folder is: the working folder stays writable as the
-  current folder (also when it is the real home, the default of the code agent). When the
+  no DISPLAY, XAUTHORITY or D-Bus address. HOME is a fresh empty folder inside the scratch
+  folder, or the working folder when that is the desktop's HOME (the code agent's default:
+  ``~`` then means what the task means; a virtual desktop's HOME is itself fresh, one per
+  desktop, task or attempt). The working folder stays writable as the current folder (also
+  when it is the real home, the default of the code agent on the user's desktop). When the
   real home is writable that way, its shell and session start-up files that exist
   (``.bashrc``, ``.profile``, ``.config/autostart``, ...) are bound read-only over themselves;
   ones that do not exist yet could still be created there.
+
 * containment only (no sandbox, ``containment_argv``): a new PID namespace with its own /proc,
   nothing else changed (the whole file system, the network and the variables the runner was
   given stay reachable: that is the unsandboxed mode). ``bwrap --dev-bind / / --unshare-pid
   --proc /proc --die-with-parent`` when bubblewrap works, else util-linux ``unshare --pid --fork
   --mount-proc --kill-child`` (with ``--user --map-current-user`` or ``--map-root-user`` when
   not root), whichever works first here (probed once per executable).
+
+Which wrapper: ``--code-sandbox auto`` (the default) is the sandbox wherever bubblewrap works
+here (``sandbox_problem``, a real probe), else containment only; ``settle_sandbox`` resolves
+it at a command's edge and says, once, when it falls back.
 
 The launcher is ``agent_s/_launcher.py`` run as a file (``launcher_argv``, ``python -I -S``,
 standard library only) as the first process inside the wrapper: a child subreaper (orphans,
@@ -44,10 +55,11 @@ sees the machine's /proc: a process of the same user (not root: the code has few
 capabilities than the agent) can read the agent's environment through
 ``/proc/<agent pid>/environ``, and code that kills the launcher first can leave a daemon behind.
 
-Not covered, in any mode: reading files (the sandbox hides no file but the ones above;
-secrets kept in files stay readable), and anything the user's own writable folders allow. The
-interpreters and the launcher file must not sit under ``/tmp`` or ``/run`` for the sandbox (the
-launcher file and its Python are bound back in; the block's interpreter is not).
+Not covered, in any mode: reading files outside the hidden folders (secrets kept elsewhere
+stay readable; in the real home when that is the working folder too), and anything the user's
+own writable folders allow. An interpreter under a hidden folder is bound back read-only with
+its virtual environment and installation (``interpreter_roots``); other programs there (a
+``~/.local/bin`` tool) are not.
 """
 
 from __future__ import annotations
@@ -62,6 +74,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 from urllib.parse import unquote
 
 import psutil
@@ -162,12 +175,136 @@ def containment_problem() -> str | None:
     )
 
 
+# -- which sandbox is in force -------------------------------------------------------------------
+
+Sandbox = Literal["bwrap", "none"]
+
+
+class ContainmentWarning(UserWarning):
+    """Model-written code will run with less containment than the default asks for."""
+
+
+_told: list[str] = []  # the fallback line, once said in this process
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """Why bubblewrap cannot sandbox code on this machine, or None when it can: a real probe
+    (a contained ``true`` with every namespace the sandbox makes), run once per process."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
+    argv += ["--die-with-parent", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else []), "--"]
+    problem = _probe(tuple(argv))
+    if problem is None:
+        return None
+    detail = problem.removeprefix("bwrap: ")
+    return f"bwrap cannot create a sandbox here (user namespaces may be disabled): {detail}"
+
+
+def resolve_sandbox(name: str) -> Sandbox:
+    """The sandbox ``--code-sandbox NAME`` means here: ``auto`` (the default) is bubblewrap
+    where it works (``sandbox_problem``), else ``none``, the reduced containment (a PID
+    namespace of its own, module docstring); ``bwrap`` and ``none`` as given."""
+    if name == "auto":
+        return "bwrap" if sandbox_problem() is None else "none"
+    if name in ("bwrap", "none"):
+        return "bwrap" if name == "bwrap" else "none"
+    raise ValueError(f"unknown code sandbox {name!r}; use auto, bwrap or none")
+
+
+def fallback_line() -> str:
+    """What ``--code-sandbox auto`` falling back means, and the fix, in one line."""
+    return (
+        "model-written code and checks run without the bubblewrap sandbox (only in a PID "
+        f"namespace of their own, able to write wherever you can): {sandbox_problem()}; "
+        "install bubblewrap, or pass --code-sandbox none to accept this"
+    )
+
+
+def settle_sandbox(name: str, say: Callable[[str], None]) -> Sandbox:
+    """``resolve_sandbox(name)``, at a command's edge: when ``auto`` falls back to ``none``,
+    ``say`` gets ``fallback_line()``, once per process (later callers stay quiet)."""
+    sandbox = resolve_sandbox(name)
+    if name == "auto" and sandbox == "none" and not _told:
+        _told.append(line := fallback_line())
+        say(line)
+    return sandbox
+
+
+def sandbox_in_force(name: str) -> tuple[bool, str]:
+    """Which containment ``--code-sandbox NAME`` gives code here, in one line; False when it
+    is less than the sandbox (``agent-s doctor``)."""
+    sandbox, namespace = resolve_sandbox(name), containment_problem()
+    if name == "bwrap" and (problem := sandbox_problem()) is not None:
+        return False, f"--code-sandbox bwrap cannot be used, so code will not run: {problem}"
+    if sandbox == "bwrap":
+        return True, (
+            f"bubblewrap (--code-sandbox {name}): no network, no display or session bus, "
+            "writes only in the working folder"
+        )
+    given = "none" if name == "none" else f"auto, but {sandbox_problem()}"
+    reach = namespace or "code runs in a PID namespace of its own"
+    return False, f"no sandbox (--code-sandbox {given}): {reach}; it can write wherever you can"
+
+
 # -- the sandbox -----------------------------------------------------------------------------
 
 
-def hidden_in_sandbox(path: Path) -> bool:
-    """Whether ``path`` lies in a folder the sandbox covers with an empty tmpfs (/tmp, /run)."""
-    return any(path.is_relative_to(folder) for folder in _MASKED)
+def hidden_in_sandbox(path: Path, also: Sequence[Path] = ()) -> bool:
+    """Whether ``path`` lies in a folder the sandbox covers with an empty tmpfs (/tmp, /run,
+    and ``also``: the user's home when it is not writable, ``private_homes``)."""
+    return any(path.is_relative_to(folder) for folder in (*map(Path, _MASKED), *also))
+
+
+def user_homes(session: Mapping[str, str]) -> list[Path]:
+    """The home folders a block may be near: the ``HOME`` of the variables the runner was
+    given (a virtual desktop's, or the user's), this process's ``HOME`` and the account's
+    (``pwd``): the real user's, whatever the desktop is."""
+    found = [session.get("HOME", ""), os.environ.get("HOME", "")]
+    with contextlib.suppress(KeyError, ImportError):
+        import pwd
+
+        found.append(pwd.getpwuid(os.getuid()).pw_dir)
+    homes = [Path(os.path.realpath(h)) for h in found if h.startswith("/")]
+    return [h for h in dict.fromkeys(homes) if h != Path("/") and h.is_dir()]
+
+
+def private_homes(homes: Sequence[Path], writable: Sequence[Path]) -> list[Path]:
+    """The ``homes`` the sandbox hides under an empty tmpfs: each one that is not a writable
+    folder nor inside one (the code agent on the user's own desktop works in the real home;
+    on a virtual desktop, in a practice check or a Best-of-N attempt it has a HOME of its own,
+    and the real one is not there at all). Writable folders inside a hidden home are bound
+    back over it."""
+    folders = [Path(os.path.realpath(f)) for f in writable]
+    kept = [h for h in homes if not hidden_in_sandbox(h)]  # under /tmp or /run: gone anyway
+    return [h for h in kept if not any(h.is_relative_to(f) for f in folders)]
+
+
+def interpreter_roots(argv: Sequence[str], private: Sequence[Path]) -> list[str]:
+    """The folders the interpreters in ``argv`` live in, when the sandbox would hide them (a
+    checkout or virtual environment under /tmp or /run, or under a ``private`` home): the whole
+    virtual environment (its pyvenv.cfg and site-packages) and the installation it was made
+    from, else the interpreter's folder and its prefix; bound back read-only."""
+    roots = []
+    for arg in [*argv, os.path.realpath(sys.executable)]:
+        path = Path(arg)
+        if not path.is_absolute() or not path.is_file() or not os.access(path, os.X_OK):
+            continue
+        folder = path.parent
+        found = [folder.parent]  # a virtual environment's root, or an installation's prefix
+        config = folder.parent / "pyvenv.cfg"
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for line in config.read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip().startswith("/"):
+                    found.append(Path(value.strip()).parent)
+        tops = {Path("/"), *map(Path, _MASKED), *private}
+        for root in found:
+            if hidden_in_sandbox(root, private):
+                roots.append(str(root if root not in tops else path.parent))
+    return list(dict.fromkeys(roots))
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -202,13 +339,15 @@ def sandbox_argv(
     env: Mapping[str, str],
     session: Mapping[str, str],
     kept: Iterable[str] = (),
+    private: Sequence[Path] = (),
 ) -> list[str]:
     """The bubblewrap wrapper (see the module docstring). ``writable``: the folders bound
     read-write (the working folder first); ``env``: all the block's variables; ``session``:
     the variables the runner was given, to find the session's sockets and the real home;
-    ``kept``: files bound back read-only when under a hidden folder (the launcher)."""
+    ``kept``: files bound back read-only when under a hidden folder (the launcher);
+    ``private``: folders hidden whole under an empty tmpfs (``private_homes``)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for masked in map(Path, _MASKED):
+    for masked in [*map(Path, _MASKED), *private]:
         if masked.is_dir():
             argv += ["--tmpfs", str(masked)]
     for name in _RUN_KEPT:
@@ -219,7 +358,7 @@ def sandbox_argv(
     hidden += [Path(os.path.realpath(home / name)) for name in _HOME_HIDDEN] if home else []
     hidden = [p for p in dict.fromkeys(hidden) if os.path.lexists(p)]
     for path in hidden:
-        if not any(path.is_relative_to(m) for m in _MASKED):
+        if not hidden_in_sandbox(path, private):
             argv += _hide(path)
     argv += ["--unshare-all", "--die-with-parent", "--new-session"]
     if os.geteuid() == 0:  # bubblewrap keeps root's capabilities unless told
@@ -240,6 +379,9 @@ def sandbox_argv(
             argv += ["--ro-bind", str(path), str(path)]
     for kept_file in kept:
         argv += ["--ro-bind", kept_file, kept_file]
+    for folder in private:  # once what is bound back into it is there: nothing can be added
+        if folder.is_dir():
+            argv += ["--remount-ro", str(folder)]
     return [*argv, "--chdir", str(folders[0]) if folders else "/", "--"]
 
 

@@ -54,9 +54,11 @@ def run_checks(
     virtual: bool = False,
     size: tuple[int, int] = (1280, 800),
     providers: Callable[[], list[Check]] | None = None,
+    sandbox: str = "auto",
 ) -> DoctorReport:
     """Run every check, on the current display or inside a fresh virtual desktop; then
-    ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given."""
+    ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given.
+    ``sandbox``: the ``--code-sandbox`` setting whose containment is reported."""
     from agent_s.desktop.choose import choose_backend
     from agent_s.errors import AgentSError
 
@@ -69,7 +71,7 @@ def run_checks(
                 _tools(choose_backend(os.environ).kind),
                 Check("display", "fail", f"no virtual desktop: {err}"),  # it names its fix
                 _tesseract(),
-                _code_containment(),
+                _code_containment(sandbox),
             ]
         else:
             choice = choose_backend(os.environ)
@@ -84,7 +86,7 @@ def run_checks(
                 checks.extend(_desktop_checks(display or "", choice))
             checks.append(_tesseract())
             checks.append(_accessibility(display))
-            checks.append(_code_containment())
+            checks.append(_code_containment(sandbox))
     if providers is not None:
         checks.extend(providers())
     return DoctorReport(tuple(checks), display or "")
@@ -209,28 +211,25 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     return checks
 
 
-def _code_containment() -> Check:
-    """How model-written code will run: contained (a PID namespace), and sandboxable (bwrap)."""
-    from agent_s.code_runner import containment_problem, sandbox_problem
+def _code_containment(sandbox: str) -> Check:
+    """Which containment model-written code and checks get here under ``--code-sandbox
+    sandbox`` (the setting ``agent-s run`` reads), in one line."""
+    from agent_s.containment import containment_problem, sandbox_in_force, sandbox_problem
 
-    contained, sandbox = containment_problem(), sandbox_problem()
-    if contained is not None:
-        return Check(
-            "code sandbox",
-            "warn",
-            contained,
-            f"{_APT} bubblewrap, or enable unprivileged user namespaces",
-        )
-    if sandbox is not None:
-        return Check(
-            "code sandbox",
-            "warn",
-            f"code runs in its own PID namespace, but "
-            f"--code-sandbox bwrap cannot be used: {sandbox}",
-            f"{_APT} bubblewrap",
-        )
+    sandboxed, line = sandbox_in_force(sandbox)
+    if sandboxed:
+        return Check("code sandbox", "ok", line)
+    if sandbox == "none":
+        fix = "--code-sandbox auto (or unset AGENT_S_CODE_SANDBOX) for bubblewrap"
+        if sandbox_problem() is not None or containment_problem() is not None:
+            fix = f"{_APT} bubblewrap, or enable unprivileged user namespaces; then {fix}"
+        return Check("code sandbox", "warn", line, fix)
     return Check(
-        "code sandbox", "ok", "code runs in its own PID namespace; --code-sandbox bwrap works"
+        "code sandbox",
+        "warn",
+        line,
+        f"{_APT} bubblewrap, or enable unprivileged user namespaces (or pass --code-sandbox "
+        "none to accept this)",
     )
 
 

@@ -15,10 +15,13 @@ of ``budget.tasks`` proposals:
    no valid proposal goes back to the model with the reason (``generation.generate_parsed``), at
    most ``budget.tries - 1`` times.
 2. **Validate.** The check passes the safety gate (``settings.safety``, the ``approver``) and
-   is run in a fresh virtual desktop where only the application was started. It must fail
-   there: a check that passes on the untouched desktop, cannot be run (not started, stopped at
-   its time limit) or names a program that is not installed (status 126, 127) rejects the task,
-   and the next request tells the model why.
+   is run in a fresh virtual desktop where only the application was started, contained as
+   every check is: under bubblewrap (``--code-sandbox auto``, the default, or ``bwrap``; without
+   a working bubblewrap practice does not start unless ``--code-sandbox none`` is given), it
+   writes only in that desktop's HOME (its ``~``) and reaches no display, bus or network.
+   It must fail there: a check that passes on the untouched desktop, cannot be run (not
+   started, stopped at its time limit) or names a program that is not installed (status 126,
+   127) rejects the task, and the next request tells the model why.
 3. **Attempt.** The agent does the task in another fresh virtual desktop (its own HOME, the
    application started), with ``budget.max_steps``; the check is its postcondition: it runs
    after ``done``, in the code agent's contained runner, on that desktop.
@@ -277,8 +280,13 @@ def practice(
             f'set input_price and output_price under [profiles."{model.model}"] in the '
             "configuration, or use --max-time"
         )
-    if config.code.sandbox == "bwrap" and (problem := sandbox_problem()):
-        raise PracticeError(f"--code-sandbox bwrap cannot be used: {problem}")
+    if config.code.sandbox != "none" and (problem := sandbox_problem()):
+        raise PracticeError(
+            f"practice runs the model's checks in the bubblewrap sandbox, which cannot run "
+            f"here: {problem}; install bubblewrap, or pass --code-sandbox none to run them "
+            "without it"
+        )
+    settings = settings.contained(lambda line: None)  # the workers get bwrap or none
     meter = UsageMeter()
     provider = build_provider(
         model.settings(),

@@ -39,7 +39,7 @@ import os
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
@@ -373,6 +373,17 @@ class Settings(BaseSettings):
         return self.model_copy(
             update={"limits": self.limits.model_copy(update={"max_cost": limit})}
         )
+
+    def contained(self, say: Callable[[str], None]) -> Settings:
+        """These settings with ``--code-sandbox auto`` resolved on this machine, at a command's
+        edge (``agent_s.containment.settle_sandbox``: bubblewrap where it works, else ``none``
+        and ``say`` gets one line naming the fix, once); workers started with them need not
+        probe again."""
+        from agent_s.containment import settle_sandbox
+
+        code = self.code_agent
+        sandbox = settle_sandbox(code.sandbox, say)
+        return self.model_copy(update={"code_agent": replace(code, sandbox=sandbox)})
 
     def to_json(self) -> dict[str, Any]:
         """The resolved settings as JSON data (no key, no secret value: names and paths only)."""

@@ -230,8 +230,8 @@ def run(
     code_sandbox: Annotated[
         str | None,
         typer.Option(
-            help="bwrap | none: how code-agent code runs in model runs (default bwrap "
-            "where bubblewrap works; env AGENT_S_CODE_SANDBOX)."
+            help="auto | bwrap | none: how code-agent code runs in model runs (default auto: "
+            "bubblewrap where it works; env AGENT_S_CODE_SANDBOX)."
         ),
     ] = None,
     code_agent: Annotated[

@@ -127,7 +127,9 @@ def doctor(
         grounding.model,
     )
     report = run_checks(
-        virtual=virtual, providers=lambda: provider_checks(models, environ, timeout_s=timeout)
+        virtual=virtual,
+        providers=lambda: provider_checks(models, environ, timeout_s=timeout),
+        sandbox=settings.code_agent.sandbox,
     )
     out = output.console()
     if as_json:

@@ -144,7 +144,9 @@ def practice(
     code_sandbox: Annotated[
         str | None,
         typer.Option(
-            help="none | bwrap: how code and checks run (default none; env AGENT_S_CODE_SANDBOX)."
+            help="auto | bwrap | none: how the model's checks and code run (default auto: "
+            "bubblewrap; practice does not start without it unless none is given; env "
+            "AGENT_S_CODE_SANDBOX)."
         ),
     ] = None,
 ) -> None:

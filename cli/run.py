@@ -146,6 +146,10 @@ def _both(first: Any, second: Any) -> Any:
     return both
 
 
+def _warn(err: Console, line: str) -> None:
+    err.print(f"[yellow]warning:[/] {_safe(line)}", highlight=False, soft_wrap=True)
+
+
 def _note(err: Console, line: str) -> None:
     err.print(f"[dim]{_safe(line)}[/]", highlight=False, soft_wrap=True)
 
@@ -440,7 +444,8 @@ def run(
     code_sandbox: Annotated[
         str | None,
         typer.Option(
-            help="none | bwrap: how code-agent code runs (default none; env AGENT_S_CODE_SANDBOX)."
+            help="auto | bwrap | none: how code-agent code and plan checks run (default auto: "
+            "bubblewrap where it works; env AGENT_S_CODE_SANDBOX)."
         ),
     ] = None,
     code_timeout: Annotated[
@@ -517,6 +522,8 @@ def run(
             resolved = resolved.model_copy(update={"memory": switched})
         model_config = resolved.build_model(options.api_key(api_key, api_key_file))
         grounding = resolved.build_grounding()
+        if resolved.code_agent.enabled:  # auto: bubblewrap where it works, else said once
+            resolved = resolved.contained(lambda line: _warn(err, line))
         settings = resolved.build_agent_config(dry_run=dry_run)
         if task is not None and not task.strip():
             raise ValueError('the task is empty: give one, e.g. agent-s run "open the calculator"')

@@ -145,7 +145,7 @@ packages=(
   xvfb xauth openbox dbus dbus-x11 at-spi2-core libatk-adaptor
   # input, clipboard, window queries (pyautogui covers the mouse; X11 keyboard text via xdotool)
   xdotool xclip x11-utils x11-xserver-utils xdg-utils
-  # the code agent's optional sandbox (--code-sandbox bwrap)
+  # the sandbox of model-written code and checks (--code-sandbox auto, the default)
   bubblewrap
   # the Wayland backend (sway: screenshots by grim, text by wtype, wl-clipboard) and its virtual
   # desktop (headless sway); foot and GTK 3 for Python: Wayland-native apps its tests drive

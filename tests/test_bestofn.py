@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from escapes import outside_tmp
 from PIL import Image
 from ray_cluster import ray_cluster
 
@@ -695,3 +696,86 @@ def test_a_judge_without_a_usable_pick_keeps_every_attempts_files(tmp_path: Path
     assert (folder / "attempt-2" / "home").is_dir()
     assert result.calls == {"generate": 2, "judge": 3}  # unusable, but made and paid for
     assert result.best_of.judge_calls == 3
+
+
+# -- one attempt's code cannot reach another attempt's files ----------------------------------
+
+_INTO_SIBLINGS = """import glob, os, time
+mine = os.path.realpath(os.getcwd())
+tried = {}
+end = time.time() + 30
+while time.time() < end and not tried:
+    for home in glob.glob('../../attempt-*/home'):
+        path = os.path.realpath(home)
+        if path != mine:
+            try:
+                with open(os.path.join(path, 'result.txt'), 'w') as out:
+                    out.write('planted by another attempt')
+                tried[path] = 'PLA' + 'NTED'
+            except OSError as err:
+                tried[path] = 'REFU' + f'SED {err.strerror}'
+    time.sleep(0.2)
+print('siblings:', tried)"""
+
+
+def _pick_without(marker: str) -> Callable[[RecordedRequest], Step]:
+    """A judge reply naming the one attempt whose narrative lacks ``marker``."""
+
+    def answer(request: RecordedRequest) -> Step:
+        blocks = _attempt_blocks(request)
+        (number,) = [n for n, text in blocks.items() if marker not in text]
+        return reply(f"ATTEMPT: {number}\nREASON: it did only what was asked")
+
+    return answer
+
+
+@pytest.mark.desktop
+def test_an_attempts_code_cannot_write_into_another_attempts_home(tmp_path: Path) -> None:
+    """The attack on issue 27: with no --code-sandbox flag, one attempt's code block writes
+    into the other attempt's HOME, the one the judge then hands back."""
+    fence = "```"
+    routes = {
+        "evil": [
+            act("evil", 'agent.call_code_agent("[route evil] tidy the files up")'),
+            reply(f"Run this.\n{fence}python\n{_INTO_SIBLINGS}\n{fence}"),
+            reply("Tidied.\nDONE"),
+            act("evil", "agent.done()"),
+        ],
+        "good": [act("good", "agent.wait(2)"), act("good", "agent.done()")],
+    }
+    script = RoutedScript(routes, [_pick_without("call_code_agent")])
+    # the records where a user keeps them (~/.local/share/...): not under /tmp, which the
+    # sandbox covers anyway
+    with outside_tmp(tmp_path) as runs:
+        _attack_siblings(tmp_path, runs, script)
+
+
+def _attack_siblings(tmp_path: Path, runs: Path, script: RoutedScript) -> None:
+    with ScriptedModelServer(script) as server:
+        done = _agent_s(
+            [
+                "run",
+                *_model_args(tmp_path, server.openai_base_url),
+                "--virtual",
+                "--best-of",
+                "2",
+                "--workers",
+                "2",
+                "--safety",
+                "auto",
+                "--record",
+                str(runs),
+                "--json",
+                "Look at the desktop and say when you are done",
+            ]
+        )
+    script.verify()
+    assert done.returncode == 0, done.stdout + done.stderr
+    (folder,) = runs.iterdir()
+    # the HOME handed back (the other attempt's) holds nothing the evil attempt wrote ...
+    assert (folder / "home").is_dir()
+    assert not (folder / "home" / "result.txt").exists()
+    # ... and the evil attempt's code did find it: it was refused writing there
+    logs = [p.read_text() for p in folder.rglob("trajectory.jsonl")]
+    assert not any("PLANTED" in text for text in logs)
+    assert any("REFUSED" in text for text in logs), logs

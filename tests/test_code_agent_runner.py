@@ -169,7 +169,9 @@ def test_secrets_in_the_environment_do_not_reach_the_code(work: Path) -> None:
         "HARMLESS": "visible",
         "ODD_NAME": "sk-three",
     }
-    with CodeRunner(settings(work, env=env, secrets=("sk-three",))) as runner:
+    # outside the sandbox, where the runner passes the environment on (the sandbox keeps only
+    # a short list of variables: test_code_sandbox)
+    with CodeRunner(settings(work, env=env, secrets=("sk-three",), sandbox="none")) as runner:
         run = runner.run("bash", "env")
     assert "HARMLESS=visible" in run.stdout.text
     for secret in ("sk-one", "gh-two", "sk-three"):

@@ -484,6 +484,59 @@ def test_the_sandbox_home_is_fresh_and_the_real_home_is_not_writable(
     assert not fresh_home.exists()  # gone with the runner
 
 
+_READ_HOME = """
+import json, os
+from pathlib import Path
+real = Path(REAL)
+result = {}
+for name in ("secret.txt", ".ssh/id_rsa"):
+    try:
+        result[name] = (real / name).read_text()
+    except OSError as err:
+        result[name] = err.strerror
+try:
+    result["listed"] = sorted(os.listdir(real))
+except OSError as err:
+    result["listed"] = err.strerror
+try:
+    (real / "planted.txt").write_text("planted")
+    result["planted"] = "written"
+except OSError as err:
+    result["planted"] = err.strerror
+open("mine.txt", "w").write("mine")
+print(json.dumps(result))
+"""
+
+
+@needs_bwrap
+def test_the_real_home_is_not_there_when_the_code_has_a_home_of_its_own(
+    tmp_path: Path, visible: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A virtual desktop's HOME (a practice check's, a Best-of-N attempt's) is the working
+    folder: the real user's home (the agent's HOME) is neither read nor written."""
+    real = visible / "home"
+    (real / ".ssh").mkdir(parents=True)
+    (real / "secret.txt").write_text("the user's secret")
+    (real / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    (real / "project").mkdir()
+    monkeypatch.setenv("HOME", str(real))  # the agent runs as the real user
+    desk = visible / "desktop-home"
+    desk.mkdir()
+    code = _READ_HOME.replace("REAL", repr(str(real)))
+    for workdir, home in ((desk, desk), (real / "project", real)):
+        env = {**os.environ, "HOME": str(home)}
+        with CodeRunner(
+            RunnerSettings(workdir=workdir, sandbox="bwrap", env=env, python=sys.executable)
+        ) as runner:
+            result = report(runner.run("python", code))
+        assert result["secret.txt"] == "No such file or directory", workdir
+        assert result[".ssh/id_rsa"] == "No such file or directory", workdir
+        assert result["listed"] == ([] if workdir == desk else ["project"]), workdir
+        assert result["planted"] == "Read-only file system", workdir
+        assert (workdir / "mine.txt").read_text() == "mine"  # its own folder stays writable
+    assert not (real / "planted.txt").exists()
+
+
 @needs_bwrap
 def test_with_the_real_home_as_working_folder_its_startup_files_stay_read_only(
     visible: Path,

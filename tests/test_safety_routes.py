@@ -436,7 +436,11 @@ def test_the_code_agent_route_by_its_effect(
         "deny-risky": [act("agent.call_code_agent('make q')"), act("agent.done()")],
     }[mode]
     with ScriptedModelServer([reply(text) for text in script]) as server:
-        agent_for(server, x11, tmp_path, mode).run("Make the file q")
+        agent = agent_for(server, x11, tmp_path, mode)
+        # the gate decides here: the sandbox (on by default) lets the code write in the folder
+        code = agent.settings.code
+        agent.settings = replace(agent.settings, code=replace(code, writable=(shell,)))
+        agent.run("Make the file q")
     made = list(shell.iterdir())
     assert made == ([shell / "q"] if mode == "auto" else [])
 

@@ -165,7 +165,8 @@ def test_secrets_printed_by_code_reach_no_file_and_no_model(
             record_dir=tmp_path / "runs",
             retry_attempts=1,
             secrets=secrets,
-            code=CodeAgentConfig(workdir=work, python=sys.executable),
+            # outside the sandbox, the code reads the PIN variable and the vault under /tmp
+            code=CodeAgentConfig(workdir=work, python=sys.executable, sandbox="none"),
         )
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
         agent = Agent(

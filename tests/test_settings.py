@@ -215,7 +215,7 @@ def test_nothing_set_gives_each_commands_defaults(tmp_path: Path) -> None:
     assert run.safety.mode == "confirm"  # agent-s run asks before risky actions
     assert run.run.record_dir == Path("~/.local/share/agent-s/runs").expanduser()
     assert (run.code_agent.sandbox, run.limits.max_steps, run.grounding.mode) == (
-        "none",
+        "auto",  # bubblewrap where it works, resolved by the command (Settings.contained)
         30,
         "auto",
     )
@@ -224,7 +224,7 @@ def test_nothing_set_gives_each_commands_defaults(tmp_path: Path) -> None:
     assert bench_settings({}, "no bwrap", environ).code_agent.sandbox == "none"
     assert bench.run.record_dir is None
     sdk = AgentConfig.from_env(environ)  # the SDK: no command, its own defaults
-    assert (sdk.safety.mode, sdk.code.sandbox, sdk.record_dir) == ("auto", "none", None)
+    assert (sdk.safety.mode, sdk.code.sandbox, sdk.record_dir) == ("auto", "auto", None)
     (tmp_path / "empty.toml").write_text('[safety]\nmode = "deny-risky"\n')
     assert bench_settings({}, None, environ).safety.mode == "deny-risky"  # the file wins
 
