@@ -142,7 +142,11 @@ class MemoryStore:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.execute(f"PRAGMA journal_size_limit = {_JOURNAL_LIMIT}")
+            # the write-ahead log is checkpointed and cut back at a size within the bound
+            journal = min(_JOURNAL_LIMIT, self.max_bytes)
+            db.execute(f"PRAGMA journal_size_limit = {journal}")
+            page = int(db.execute("PRAGMA page_size").fetchone()[0])
+            db.execute(f"PRAGMA wal_autocheckpoint = {max(16, journal // page)}")
             self._migrate(db)
         except sqlite3.DatabaseError as error:
             db.close()
@@ -313,6 +317,7 @@ class MemoryStore:
             (before,) = self._db.execute("SELECT count(*) FROM entries").fetchone()
             self._db.executemany("DELETE FROM entries WHERE id = ?", wanted)
             (after,) = self._db.execute("SELECT count(*) FROM entries").fetchone()
+        self.compact()
         return int(before - after)
 
     def evict(self) -> int:
@@ -329,7 +334,7 @@ class MemoryStore:
             rows = self._db.execute(
                 f"SELECT id, size FROM entries ORDER BY (retrieved > 0), "  # noqa: S608 - constant
                 f"agent_s_rank({SEALED_COLUMNS}, mac), created, id"
-            )
+            ).fetchall()
             doomed: list[tuple[int]] = []
             for entry_id, entry_size in rows:
                 if count <= self.max_entries and size <= self.max_bytes:
@@ -344,15 +349,21 @@ class MemoryStore:
 
     def compact(self, *, always: bool = False) -> bool:
         """Give the space of deleted rows back to the file system (``VACUUM``, then the
-        write-ahead log truncated) when it is over a tenth of the byte bound (or ``always``);
-        whether it did."""
+        write-ahead log truncated) when it is over a quarter of the byte bound (or ``always``);
+        whether it did. So the file, with its log, stays under ``file_bound()``."""
         page = int(self._db.execute("PRAGMA page_size").fetchone()[0])
         free = int(self._db.execute("PRAGMA freelist_count").fetchone()[0])
-        if not always and free * page <= max(self.max_bytes // 10, 1_000_000):
+        if not always and free * page <= max(self.max_bytes // 4, 65_536):
             return False
         self._db.execute("VACUUM")
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return True
+
+    def file_bound(self) -> int:
+        """The bytes the file and its write-ahead log stay under: each entry is kept with its
+        search index and row (about three times its size), a quarter of the bound may be free
+        before it is compacted, the log is cut back to at most the bound, plus some pages."""
+        return 4 * self.max_bytes + 2_000_000
 
     # -- reading --
 
@@ -550,7 +561,9 @@ class MemoryStore:
         (``agent_s.memory.importing``)."""
         from agent_s.memory.importing import import_jsonl
 
-        return import_jsonl(self, path)
+        report = import_jsonl(self, path)
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the import's log, given back
+        return report
 
     def add_imported(self, records: Iterable[ExportedEntry], total: int) -> ImportReport:
         """Add entries from a file (``total`` of them), each unverified and unused, in one
