@@ -64,13 +64,16 @@ def _open(db: Path | None) -> MemoryStore:
     from agent_s.memory import MemoryStore, MemoryStoreError
     from agent_s.settings import load_settings
 
-    if db is None:
-        try:
-            db = load_settings().memory.path
-        except ConfigError as error:
-            raise _fail(str(error)) from None
     try:
-        store = MemoryStore(db)
+        settings = load_settings().memory  # the file, and its bounds ([memory] max_*)
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    try:
+        store = MemoryStore(
+            db if db is not None else settings.path,
+            max_entries=settings.max_entries,
+            max_bytes=settings.max_bytes,
+        )
     except MemoryStoreError as error:
         raise _fail(str(error)) from None
     for notice in store.notices:  # said once: the change is made when the file is opened
