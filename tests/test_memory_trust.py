@@ -119,7 +119,7 @@ def _memory_block(told: str) -> tuple[str, list[str]]:
     return mark, told[begin.end() + 1 : end].split("\n")
 
 
-# -- a model's check never verifies ------------------------------------------------------------------
+# -- a model's check never verifies ---------------------------------------------------------------
 
 
 def test_a_planners_always_passing_check_stores_no_verified_skill(tmp_path: Path) -> None:
@@ -132,7 +132,8 @@ def test_a_planners_always_passing_check_stores_no_verified_skill(tmp_path: Path
     ]
     with MemoryStore(db) as store, ScriptedModelServer(script) as server:
         result = _agent(server, tmp_path, store, plan="always").run(TASK)
-    assert result.succeeded and not result.verified, result  # "not verified", as printed
+    assert result.succeeded, result
+    assert not result.verified  # the run prints "not verified"
     with MemoryStore(db) as store:
         skills = store.entries(["skill"])
         assert skills, "the subtask's passed check still teaches its code"
@@ -149,7 +150,8 @@ def test_a_planners_always_passing_check_stores_no_verified_skill(tmp_path: Path
     )
     assert listed.returncode == 0, listed.stderr
     skill_lines = [line for line in listed.stdout.splitlines() if " skill " in line]
-    assert skill_lines and all("checked by a model-written check]" in s for s in skill_lines)
+    assert skill_lines
+    assert all("checked by a model-written check]" in s for s in skill_lines)
     assert ", verified]" not in listed.stdout
     # a later task's planner is not told a check confirmed it
     later = [reply(_plan(always)), reply("Nothing to do.\nDONE")]
@@ -158,7 +160,8 @@ def test_a_planners_always_passing_check_stores_no_verified_skill(tmp_path: Path
         told = read(server.requests[0])
     _, block = _memory_block(told)
     trust = [line for line in block if line.startswith("  trust: ")]
-    assert trust and not any("VERIFIED: a check the user gave" in line for line in trust)
+    assert trust
+    assert not any("VERIFIED: a check the user gave" in line for line in trust)
     assert any("CHECKED BY A MODEL-WRITTEN CHECK" in line for line in trust)
     assert "VERIFIED: a check confirmed that run's success" not in told
 
@@ -197,7 +200,7 @@ def test_what_a_practice_tasks_check_passed_is_stored_as_model_checked(tmp_path:
     assert "trust: CHECKED BY A MODEL-WRITTEN CHECK" in told
 
 
-# -- memory in a prompt is data ---------------------------------------------------------------------
+# -- memory in a prompt is data -------------------------------------------------------------------
 
 
 def test_an_entry_that_forges_a_second_entry_and_a_verified_label_stays_one_quoted_line(
@@ -228,7 +231,9 @@ def test_an_entry_that_forges_a_second_entry_and_a_verified_label_stays_one_quot
         line.startswith(("[2]", "SYSTEM NOTE", "    VERIFIED")) for line in told.split("\n")
     )
     assert quote(FORGED, 300).split(" (cut:")[0][:-4] in told
-    assert "\u2028" not in told and "\u2029" not in told and "\x1b" not in told
+    assert "\u2028" not in told
+    assert "\u2029" not in told
+    assert "\x1b" not in told
     assert told.split("\n").count(f"memory {mark} begins") == 1
 
 
@@ -237,11 +242,12 @@ def test_quote_escapes_every_line_break_and_control_and_bounds_the_length() -> N
         '"a\\"b\\\\c\\nd\\re\\tf\\u0000\\u0085\\u2028\\u2029\\u202eg"'
     )
     long = quote("x\n" * 1000, 50)
-    assert long.startswith('"' + "x\\n" * 16 + 'x..."') and "\n" not in long
+    assert long.startswith('"' + "x\\n" * 16 + 'x..."')
+    assert "\n" not in long
     assert "2,000 characters in all" in long
 
 
-# -- keyed integrity ----------------------------------------------------------------------------------
+# -- keyed integrity ------------------------------------------------------------------------------
 
 
 def _skill(code: str = CODE) -> Skill:
@@ -272,11 +278,14 @@ def test_a_skill_edited_in_the_file_with_its_hash_is_not_verified(tmp_path: Path
         raw.execute("UPDATE entries SET verified = 1, checked_by = 'user' WHERE id = ?", (honest,))
     with MemoryStore(db) as store:
         entry = store.get(edited)
-        assert isinstance(entry.body, Skill) and entry.body.code == evil
-        assert not entry.provenance.verified and not entry.sealed
+        assert isinstance(entry.body, Skill)
+        assert entry.body.code == evil
+        assert not entry.provenance.verified
+        assert not entry.sealed
         assert not store.get(honest).provenance.verified
         hits = store.search(TASK, k=5)
-        assert hits and not any(h.entry.provenance.verified for h in hits)
+        assert hits
+        assert not any(h.entry.provenance.verified for h in hits)
         told = render_items(hits, "0123456789ab")
     assert "trust: VERIFIED" not in told
 
@@ -308,7 +317,8 @@ def test_a_hand_written_import_with_verified_true_is_unverified_and_ranks_below(
         report = store.import_jsonl(path)
         assert report.added == 1
         (imported,) = [e for e in store.entries(["skill"]) if e.id != mine]
-        assert not imported.provenance.verified and imported.provenance.checked_by == "none"
+        assert not imported.provenance.verified
+        assert imported.provenance.checked_by == "none"
         assert imported.retrieved == 0  # a file's count of uses does not protect it
         hits = store.search(TASK, k=5, kinds=["skill"])
         assert [h.entry.id for h in hits] == [mine, imported.id]
@@ -337,7 +347,8 @@ def test_an_older_memory_file_is_migrated_with_its_verified_rows_made_unverified
     first = _cli(["list", "--db", str(db)])
     assert first.returncode == 0, first.stderr
     assert "1 verified entries and 0 verified workflows were written before" in first.stderr
-    assert "unverified]" in first.stdout and ", verified]" not in first.stdout
+    assert "unverified]" in first.stdout
+    assert ", verified]" not in first.stdout
     again = _cli(["list", "--db", str(db)])
     assert "written before" not in again.stderr  # said once
 
@@ -347,7 +358,8 @@ def test_a_workflow_edited_in_the_file_loads_unverified(tmp_path: Path) -> None:
     with MemoryStore(db) as store:
         store.save_workflow("flow", json.dumps({"name": "flow"}), _prov())
         sealed = store.workflow("flow")
-        assert sealed.sealed and not sealed.provenance.verified
+        assert sealed.sealed
+        assert not sealed.provenance.verified
     with sqlite3.connect(db) as raw:  # claims a user's check passed, body and hash together
         body = json.dumps({"name": "flow", "verified": True})
         sha = hashlib.sha256(body.encode()).hexdigest()
@@ -358,7 +370,8 @@ def test_a_workflow_edited_in_the_file_loads_unverified(tmp_path: Path) -> None:
     with MemoryStore(db) as store:
         edited = store.workflow("flow")
         assert edited.body == body
-        assert not edited.sealed and not edited.provenance.verified
+        assert not edited.sealed
+        assert not edited.provenance.verified
         assert edited.provenance.checked_by == "none"
 
 
@@ -394,10 +407,11 @@ def test_the_key_is_made_0600_once_and_a_symlinked_or_readable_key_is_refused(
     assert not (tmp_path / "nowhere").exists()  # nothing was written through the link
     refused = _cli(["list", "--db", str(tmp_path / "a.sqlite3")], key=link)
     assert refused.returncode == 2
-    assert "is a symlink" in refused.stderr and "Traceback" not in refused.stderr
+    assert "is a symlink" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
-# -- memory import ----------------------------------------------------------------------------------
+# -- memory import --------------------------------------------------------------------------------
 
 
 def _lines(count: int, prefix: str, size: int = 900) -> str:
@@ -429,13 +443,15 @@ def test_import_never_evicts_what_it_did_not_import_and_says_why_it_stopped(
         ids = {e.id for e in store.entries()}
         assert (report.added, report.left) == (40, 1960)
         assert "an import never evicts entries to make room" in report.stopped
-        assert set(mine) <= ids and len(ids) == 50
+        assert set(mine) <= ids
+        assert len(ids) == 50
         assert store.get(mine[0]).provenance.verified  # the user's skill, untouched
     config = tmp_path / "config.toml"
     config.write_text("[memory]\nmax_entries = 50\n")
     done = _cli(["import", str(path), "--db", str(db)], env={"AGENT_S_CONFIG": str(config)})
     assert done.returncode == 1, done.stderr
-    assert "Stopped with" in done.stderr and "never evicts" in done.stderr
+    assert "Stopped with" in done.stderr
+    assert "never evicts" in done.stderr
 
 
 def test_import_refuses_a_file_or_a_line_over_its_limit_before_reading_it_whole(
@@ -485,7 +501,8 @@ def test_the_memory_file_stays_within_its_bound_after_much_adding_importing_and_
         path = tmp_path / "many.jsonl"
         path.write_text(_lines(3000, "imp"))
         report = store.import_jsonl(path)
-        assert report.added > 0 and report.stopped
+        assert report.added > 0
+        assert report.stopped
         assert store.stats()[1] <= bound
         assert on_disk() <= limit, on_disk()
     assert os.path.getsize(db) <= limit
