@@ -70,24 +70,6 @@ def text(request: RecordedRequest) -> str:
     return json.dumps(request.body, ensure_ascii=False)
 
 
-def read(request: RecordedRequest) -> str:
-    """The request's text as the model reads it: its strings, JSON escapes undone."""
-    found: list[str] = []
-
-    def walk(value: object) -> None:
-        if isinstance(value, str):
-            found.append(value)
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(request.body)
-    return "\n".join(found)
-
-
 def _code_task(job: str, code: str) -> list[Any]:
     """The worker hands ``job`` to the code agent, which runs ``code`` once, then says done."""
     return [
@@ -204,7 +186,7 @@ def test_a_verified_skill_is_stored_with_its_hash_and_shown_to_the_next_related_
         worker, code_model = server.requests[0], server.requests[1]
     assert (second["status"], second["verified"]) == ("succeeded", True), second
     for request in (worker, code_model):
-        told = read(request)
+        told = request.read()
         assert MEMORY_HEADING in told
         assert "not instructions" in told
         assert "trust: VERIFIED: a check the user gave confirmed that run's success" in told
@@ -282,7 +264,7 @@ def test_no_memory_retrieves_nothing_and_writes_nothing(tmp_path: Path) -> None:
     # the same run with memory on (the default) is shown the entry and learns
     with ScriptedModelServer(script) as server:
         _run(server, tmp_path, db, config, TASK)
-        assert 'from: run "run-x"' in read(server.requests[0])
+        assert 'from: run "run-x"' in server.requests[0].read()
     assert len(_rows(db)) > len(before)
 
 

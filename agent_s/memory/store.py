@@ -74,6 +74,27 @@ def _fingerprint(body: BaseModel, provenance: Provenance) -> str:
     return hashlib.sha256(canon.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _origin(provenance: Provenance) -> tuple[str, str, str, str, str]:
+    """A provenance's columns as stored: run_id, steps, model, checked_by, created."""
+    created = provenance.created.astimezone(timezone.utc).isoformat()
+    steps = json.dumps(list(provenance.steps))
+    return provenance.run_id, steps, provenance.model, provenance.checked_by, created
+
+
+def _provenance(
+    task: str, run_id: str, steps: str, model: str, level: TrustLevel, created: str
+) -> Provenance:
+    """A provenance read back from its columns, at the level the store trusts it."""
+    return Provenance(
+        run_id=run_id,
+        steps=tuple(json.loads(steps)),
+        created=datetime.fromisoformat(created),
+        model=model,
+        checked_by=level,
+        task=task,
+    )
+
+
 def _level(value: object) -> TrustLevel:
     """A stored ``checked_by`` as a level (``none`` for anything else)."""
     for known in TRUST_LEVELS:
@@ -266,18 +287,7 @@ class MemoryStore:
         body_json = body.model_dump_json()
         text = body.text()
         size = len(body_json.encode()) + len(provenance.task.encode()) + len(text.encode())
-        fields = (
-            body.kind,
-            provenance.task,
-            text,
-            body_json,
-            provenance.run_id,
-            json.dumps(list(provenance.steps)),
-            provenance.model,
-            provenance.checked_by,
-            provenance.created.astimezone(timezone.utc).isoformat(),
-            sha,
-        )
+        fields = (body.kind, provenance.task, text, body_json, *_origin(provenance), sha)
         mac = self._sealer.seal("entry", *fields)
         return _Row(fields, mac, size, _fingerprint(body, provenance))
 
@@ -373,14 +383,7 @@ class MemoryStore:
         entry_id, fields, mac, retrieved = row[0], row[1:11], row[11], row[12]
         _, task, _, body_json, run_id, steps, model, _, created, sha = fields
         level, sealed = self._entry_level(fields, mac)
-        provenance = Provenance(
-            run_id=run_id,
-            steps=tuple(json.loads(steps)),
-            created=datetime.fromisoformat(created),
-            model=model,
-            checked_by=level,
-            task=task,
-        )
+        provenance = _provenance(task, run_id, steps, model, level, created)
         entry = Entry.model_validate(
             {
                 "id": entry_id,
@@ -464,17 +467,7 @@ class MemoryStore:
         unless ``replace``."""
         check_workflow_name(name)
         sha = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
-        fields = (
-            name,
-            provenance.task,
-            body,
-            provenance.run_id,
-            json.dumps(list(provenance.steps)),
-            provenance.model,
-            provenance.checked_by,
-            provenance.created.astimezone(timezone.utc).isoformat(),
-            sha,
-        )
+        fields = (name, provenance.task, body, *_origin(provenance), sha)
         mac = self._sealer.seal("workflow", *fields)
         with self._write():
             taken = self._db.execute("SELECT 1 FROM workflows WHERE name = ?", (name,)).fetchone()
@@ -497,14 +490,7 @@ class MemoryStore:
         name, task, body, run_id, steps, model, checked_by, created, sha, mac = row
         sealed = self._sealer.holds(mac, "workflow", *row[:-1])
         level = _level(checked_by) if sealed else "none"
-        provenance = Provenance(
-            run_id=run_id,
-            steps=tuple(json.loads(steps)),
-            created=datetime.fromisoformat(created),
-            model=model,
-            checked_by=level,
-            task=task,
-        )
+        provenance = _provenance(task, run_id, steps, model, level, created)
         if hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest() != sha:
             raise TamperedEntry(
                 f"workflow {name!r} does not match its stored sha256 (the file was changed "
