@@ -1,21 +1,16 @@
-"""The SQLite file: schema and migrations, writes, search, eviction, export and import."""
+"""The memory store: opening the SQLite file (migrations, the key), writes, search, eviction."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from agent_s.guards.trust import TRUST_LEVELS, KeyFileError, Sealer, TrustLevel, key_path, load_key
+from agent_s.guards.trust import KeyFileError, Sealer, TrustLevel, key_path, load_key
 from agent_s.memory.entries import (
     KINDS,
     Entry,
@@ -32,6 +27,17 @@ from agent_s.memory.entries import (
     TamperedEntry,
 )
 from agent_s.memory.parameters import with_parameters
+from agent_s.memory.rows import (
+    Row,
+    StoredWorkflow,
+    Transaction,
+    check_workflow_name,
+    fingerprint,
+    level_of,
+    match_string,
+    origin_columns,
+    provenance_of,
+)
 from agent_s.memory.schema import (
     CHECKED_AT,
     MIGRATIONS,
@@ -46,7 +52,6 @@ DB_ENV = "AGENT_S_MEMORY_DB"  # the memory file, if not the default
 _WEIGHTS = {"user": 1.0, "model-check": 0.8, "none": 0.6}
 _RANK = {"user": 2, "model-check": 1, "none": 0}  # eviction keeps higher ranks longer
 _JOURNAL_LIMIT = 4_000_000  # bytes of write-ahead log kept after a checkpoint
-_MAX_QUERY_WORDS = 32
 _BUSY_MS = 30_000
 
 
@@ -62,55 +67,6 @@ def default_path(env: Mapping[str, str] | None = None) -> Path:
     data = env.get("XDG_DATA_HOME")
     base = Path(data) if data and Path(data).is_absolute() else Path.home() / ".local" / "share"
     return base / "agent-s" / "memory.sqlite3"
-
-
-def _fingerprint(body: BaseModel, provenance: Provenance) -> str:
-    canon = json.dumps(
-        [body.model_dump(mode="json"), provenance.model_dump(mode="json")],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(canon.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _origin(provenance: Provenance) -> tuple[str, str, str, str, str]:
-    """A provenance's columns as stored: run_id, steps, model, checked_by, created."""
-    created = provenance.created.astimezone(timezone.utc).isoformat()
-    steps = json.dumps(list(provenance.steps))
-    return provenance.run_id, steps, provenance.model, provenance.checked_by, created
-
-
-def _provenance(
-    task: str, run_id: str, steps: str, model: str, level: TrustLevel, created: str
-) -> Provenance:
-    """A provenance read back from its columns, at the level the store trusts it."""
-    return Provenance(
-        run_id=run_id,
-        steps=tuple(json.loads(steps)),
-        created=datetime.fromisoformat(created),
-        model=model,
-        checked_by=level,
-        task=task,
-    )
-
-
-def _level(value: object) -> TrustLevel:
-    """A stored ``checked_by`` as a level (``none`` for anything else)."""
-    for known in TRUST_LEVELS:
-        if value == known:
-            return known
-    return "none"
-
-
-def _match_string(query: str) -> str:
-    """An FTS5 MATCH string from the words of ``query``: each word quoted, joined by OR.
-    The query's own characters are never read as FTS5 syntax."""
-    words: list[str] = []
-    for word in re.findall(r"\w+", query.casefold()):
-        if word not in words:
-            words.append(word)
-    return " OR ".join(f'"{word}"' for word in words[:_MAX_QUERY_WORDS])
 
 
 class MemoryStore:
@@ -229,20 +185,20 @@ class MemoryStore:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _write(self) -> _Transaction:
-        return _Transaction(self._db)
+    def _write(self) -> Transaction:
+        return Transaction(self._db)
 
     # -- sealing --
 
-    def _entry_level(self, fields: Sequence[Any], mac: object) -> tuple[TrustLevel, bool]:
+    def _entrylevel_of(self, fields: Sequence[Any], mac: object) -> tuple[TrustLevel, bool]:
         """(who checked it, whether this store's key sealed it): ``none`` unless sealed."""
         if not self._sealer.holds(mac, "entry", *fields):
             return "none", False
-        return _level(fields[CHECKED_AT]), True
+        return level_of(fields[CHECKED_AT]), True
 
     def _rank_sql(self, *row: Any) -> int:
         """SQL ``agent_s_rank(<the sealed columns>, mac)``: 2 user, 1 model-check, 0 none."""
-        level, _ = self._entry_level(row[:-1], row[-1])
+        level, _ = self._entrylevel_of(row[:-1], row[-1])
         return _RANK[level]
 
     # -- writing --
@@ -277,7 +233,7 @@ class MemoryStore:
     def add_skill(self, skill: Skill, provenance: Provenance) -> int:
         return self.add(skill, provenance)
 
-    def _prepare(self, body: RunSummary | Lesson | Skill, provenance: Provenance) -> _Row:
+    def _prepare(self, body: RunSummary | Lesson | Skill, provenance: Provenance) -> Row:
         """The row ``body`` becomes, sealed; ValueError if it alone is over the byte bound."""
         sha: str | None = None
         if isinstance(body, Skill):
@@ -287,11 +243,11 @@ class MemoryStore:
         body_json = body.model_dump_json()
         text = body.text()
         size = len(body_json.encode()) + len(provenance.task.encode()) + len(text.encode())
-        fields = (body.kind, provenance.task, text, body_json, *_origin(provenance), sha)
+        fields = (body.kind, provenance.task, text, body_json, *origin_columns(provenance), sha)
         mac = self._sealer.seal("entry", *fields)
-        return _Row(fields, mac, size, _fingerprint(body, provenance))
+        return Row(fields, mac, size, fingerprint(body, provenance))
 
-    def _insert(self, row: _Row, *, retrieved: int) -> int:
+    def _insert(self, row: Row, *, retrieved: int) -> int:
         found = self._db.execute(
             "SELECT id FROM entries WHERE fingerprint = ?", (row.fingerprint,)
         ).fetchone()
@@ -382,8 +338,8 @@ class MemoryStore:
     def _entry(self, row: Sequence[Any]) -> Entry:
         entry_id, fields, mac, retrieved = row[0], row[1:11], row[11], row[12]
         _, task, _, body_json, run_id, steps, model, _, created, sha = fields
-        level, sealed = self._entry_level(fields, mac)
-        provenance = _provenance(task, run_id, steps, model, level, created)
+        level, sealed = self._entrylevel_of(fields, mac)
+        provenance = provenance_of(task, run_id, steps, model, level, created)
         entry = Entry.model_validate(
             {
                 "id": entry_id,
@@ -432,7 +388,7 @@ class MemoryStore:
         """At most ``k`` entries relevant to ``query`` (any text: its words are searched, its
         punctuation is never FTS syntax), best first; verified entries above unverified ones
         of similar relevance."""
-        match = _match_string(query)
+        match = match_string(query)
         wanted = list(KINDS if kinds is None else kinds)
         if not match or k < 1 or not wanted:
             return []
@@ -467,7 +423,7 @@ class MemoryStore:
         unless ``replace``."""
         check_workflow_name(name)
         sha = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
-        fields = (name, provenance.task, body, *_origin(provenance), sha)
+        fields = (name, provenance.task, body, *origin_columns(provenance), sha)
         mac = self._sealer.seal("workflow", *fields)
         with self._write():
             taken = self._db.execute("SELECT 1 FROM workflows WHERE name = ?", (name,)).fetchone()
@@ -489,8 +445,8 @@ class MemoryStore:
     def _stored_workflow(self, row: Sequence[Any]) -> StoredWorkflow:
         name, task, body, run_id, steps, model, checked_by, created, sha, mac = row
         sealed = self._sealer.holds(mac, "workflow", *row[:-1])
-        level = _level(checked_by) if sealed else "none"
-        provenance = _provenance(task, run_id, steps, model, level, created)
+        level = level_of(checked_by) if sealed else "none"
+        provenance = provenance_of(task, run_id, steps, model, level, created)
         if hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest() != sha:
             raise TamperedEntry(
                 f"workflow {name!r} does not match its stored sha256 (the file was changed "
@@ -584,63 +540,6 @@ class MemoryStore:
                 count += 1
                 size += row.size
         return ImportReport(added=added, skipped=skipped)
-
-
-_WORKFLOW_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-
-
-def check_workflow_name(name: str) -> str:
-    """``name`` if it can name a workflow (letters, digits, ``_ . -``, at most 64, starting
-    with a letter or digit); ValueError naming the rule otherwise."""
-    if not _WORKFLOW_NAME.fullmatch(name):
-        raise ValueError(
-            f"{name!r} cannot name a workflow: use letters, digits, '_', '.' and '-' (at most "
-            "64, starting with a letter or digit), e.g. save-note"
-        )
-    return name
-
-
-@dataclass(frozen=True)
-class _Row:
-    """An entry as its row holds it: the sealed columns (``SEALED_COLUMNS``), its MAC, its size."""
-
-    fields: tuple[str | None, ...]
-    mac: str
-    size: int
-    fingerprint: str
-
-    @property
-    def kind(self) -> str | None:
-        return self.fields[0]
-
-    @property
-    def checked_by(self) -> str | None:
-        return self.fields[CHECKED_AT]
-
-
-@dataclass(frozen=True)
-class StoredWorkflow:
-    """A workflow as stored: its name, provenance, JSON body and the body's sha256;
-    ``sealed``: this store's key sealed it (else its provenance says ``none``)."""
-
-    name: str
-    provenance: Provenance
-    body: str
-    sha256: str
-    sealed: bool = False
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): one short write."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *_: object) -> None:
-        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
 
 
 __all__ = [
