@@ -133,7 +133,7 @@ def test_a_planners_always_passing_check_stores_no_verified_skill(tmp_path: Path
     assert listed.returncode == 0, listed.stderr
     skill_lines = [line for line in listed.stdout.splitlines() if " skill " in line]
     assert skill_lines
-    assert all("checked by a model-written check]" in s for s in skill_lines)
+    assert all("unverified: checked by a model-written check]" in s for s in skill_lines)
     assert ", verified]" not in listed.stdout
     # a later task's planner is not told a check confirmed it
     later = [reply(_plan(always)), reply("Nothing to do.\nDONE")]
@@ -179,7 +179,7 @@ def test_what_a_practice_tasks_check_passed_is_stored_as_model_checked(tmp_path:
     assert {e.provenance.checked_by for e in entries} == {"model-check"}
     assert not any(e.provenance.verified for e in entries)
     assert "trust: VERIFIED" not in told
-    assert "trust: CHECKED BY A MODEL-WRITTEN CHECK" in told
+    assert "trust: UNVERIFIED, CHECKED BY A MODEL-WRITTEN CHECK only" in told
 
 
 # -- memory in a prompt is data -------------------------------------------------------------------

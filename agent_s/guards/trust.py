@@ -50,7 +50,7 @@ KEY_BYTES = 32
 # what each level is called where people and models read it
 LABELS: Mapping[TrustLevel, str] = {
     "user": "verified",
-    "model-check": "checked by a model-written check",
+    "model-check": "unverified: checked by a model-written check",
     "none": "unverified",
 }
 

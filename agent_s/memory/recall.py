@@ -67,7 +67,9 @@ def _clip(text: str, limit: int = _TEXT) -> str:
 # what each trust level is called in a prompt (``agent_s.guards.trust``)
 _TRUST = {
     "user": "VERIFIED: a check the user gave confirmed that run's success",
-    "model-check": "CHECKED BY A MODEL-WRITTEN CHECK only: no check of the user's confirmed it",
+    "model-check": (
+        "UNVERIFIED, CHECKED BY A MODEL-WRITTEN CHECK only: no check the user gave confirmed it"
+    ),
     "none": "UNVERIFIED: no check confirmed that run's success",
 }
 
