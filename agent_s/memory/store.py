@@ -242,7 +242,9 @@ class MemoryStore:
             sha = body.sha256
         body_json = body.model_dump_json()
         text = body.text()
-        size = len(body_json.encode()) + len(provenance.task.encode()) + len(text.encode())
+        # what the file keeps of it: the row (body, task, text) and the full-text table's copy
+        searched = len(provenance.task.encode()) + len(text.encode())
+        size = len(body_json.encode()) + 2 * searched
         fields = (body.kind, provenance.task, text, body_json, *origin_columns(provenance), sha)
         mac = self._sealer.seal("entry", *fields)
         return Row(fields, mac, size, fingerprint(body, provenance))
