@@ -190,7 +190,7 @@ class MemoryStore:
 
     # -- sealing --
 
-    def _entrylevel_of(self, fields: Sequence[Any], mac: object) -> tuple[TrustLevel, bool]:
+    def _entry_level(self, fields: Sequence[Any], mac: object) -> tuple[TrustLevel, bool]:
         """(who checked it, whether this store's key sealed it): ``none`` unless sealed."""
         if not self._sealer.holds(mac, "entry", *fields):
             return "none", False
@@ -198,7 +198,7 @@ class MemoryStore:
 
     def _rank_sql(self, *row: Any) -> int:
         """SQL ``agent_s_rank(<the sealed columns>, mac)``: 2 user, 1 model-check, 0 none."""
-        level, _ = self._entrylevel_of(row[:-1], row[-1])
+        level, _ = self._entry_level(row[:-1], row[-1])
         return _RANK[level]
 
     # -- writing --
@@ -234,7 +234,7 @@ class MemoryStore:
         return self.add(skill, provenance)
 
     def _prepare(self, body: RunSummary | Lesson | Skill, provenance: Provenance) -> Row:
-        """The row ``body`` becomes, sealed; ValueError if it alone is over the byte bound."""
+        """The row ``body`` becomes, sealed with the user's key."""
         sha: str | None = None
         if isinstance(body, Skill):
             if not body.parameters:
@@ -340,7 +340,7 @@ class MemoryStore:
     def _entry(self, row: Sequence[Any]) -> Entry:
         entry_id, fields, mac, retrieved = row[0], row[1:11], row[11], row[12]
         _, task, _, body_json, run_id, steps, model, _, created, sha = fields
-        level, sealed = self._entrylevel_of(fields, mac)
+        level, sealed = self._entry_level(fields, mac)
         provenance = provenance_of(task, run_id, steps, model, level, created)
         entry = Entry.model_validate(
             {
