@@ -20,6 +20,11 @@ is (``client.chat.completions.create(model=..., messages=data["messages"])``,
 one JSON object (``format``, ``model``, ``task``, ``messages``) to ``--out`` (default
 ``RUN_DIR/messages-openai.json`` or ``-anthropic.json``). Screenshots are as they were sent
 to the model (their pixels are not redacted; the text is, as the trajectory's is).
+
+Files stay in their folder (``agent_s.guards.files``): a screenshot the trajectory names is read
+only when it resolves inside the run folder (else it is left out, with a line naming it), and
+every file is written through a temporary file of unpredictable name and a rename, never through
+a link; an output folder that is a symbolic link is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +40,7 @@ from typing import Any, Literal
 from PIL import Image
 
 from agent_s.context import describe_outcome
+from agent_s.guards import files
 from agent_s.step import Step
 from agent_s.trajectory import Trajectory, load_trajectory
 
@@ -52,10 +57,10 @@ def export(run_dir: Path | str, fmt: str, out: Path | None = None) -> Path:
         raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     trajectory = load_trajectory(run_dir)
     if fmt == "osworld":
-        folder = Path(out) if out is not None else trajectory.folder / "osworld"
+        folder = Path(out) if out is not None else trajectory.folder.resolve() / "osworld"
         write_osworld(trajectory, folder)
         return folder
-    path = Path(out) if out is not None else trajectory.folder / f"messages-{fmt}.json"
+    path = Path(out) if out is not None else trajectory.folder.resolve() / f"messages-{fmt}.json"
     if path.is_dir():
         path = path / f"messages-{fmt}.json"
     data = {
@@ -64,7 +69,7 @@ def export(run_dir: Path | str, fmt: str, out: Path | None = None) -> Path:
         "task": _task(trajectory),
         "messages": messages(trajectory, "openai" if fmt == "openai" else "anthropic"),
     }
-    _write(path, (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8"))
+    files.write_bytes(path, (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8"))
     return path
 
 
@@ -75,12 +80,12 @@ def osworld_lines(trajectory: Trajectory) -> list[tuple[dict[str, Any], Path | N
     """Each step's ``traj.jsonl`` record, with the screenshot file its ``screenshot_file``
     names (None when the run recorded no screenshot for it)."""
     steps = trajectory.steps
+    shots = [_screenshot(trajectory.folder, step) for step in steps]
     lines: list[tuple[dict[str, Any], Path | None]] = []
     for index, step in enumerate(steps):
         stamp = datetime.fromtimestamp(step.started_at or time.time()).strftime(_STAMP)
-        after = next((s.screenshot for s in steps[index + 1 :] if s.screenshot), None)
-        shown = after or step.screenshot
-        source = trajectory.folder / shown if shown else None
+        after = next((s for s in shots[index + 1 :] if s is not None), None)
+        source = after or shots[index]
         code = step.code or ""
         record: dict[str, Any] = {
             "step_num": index + 1,
@@ -105,18 +110,19 @@ def osworld_lines(trajectory: Trajectory) -> list[tuple[dict[str, Any], Path | N
 
 
 def write_osworld(trajectory: Trajectory, folder: Path) -> None:
-    """``traj.jsonl`` and its screenshots (PNG) in ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """``traj.jsonl`` and its screenshots (PNG) in ``folder`` (made; refused when it is a
+    symbolic link)."""
+    files.output_folder(folder)
     text = []
     for record, source in osworld_lines(trajectory):
         if source is not None:
-            _write(folder / record["screenshot_file"], _png(source))
+            files.write_bytes(folder / record["screenshot_file"], _png(source))
         text.append(json.dumps(record, ensure_ascii=False))
-    _write(folder / "traj.jsonl", ("\n".join(text) + "\n").encode("utf-8"))
+    files.write_bytes(folder / "traj.jsonl", ("\n".join(text) + "\n").encode("utf-8"))
 
 
 def _png(path: Path) -> bytes:
-    data = path.read_bytes()
+    data = files.read_bytes(path)
     if path.suffix.lower() == ".png":
         return data
     with Image.open(io.BytesIO(data)) as image:
@@ -156,13 +162,11 @@ def _assistant(step: Step, provider: str) -> Any:
 
 
 def _image(folder: Path, step: Step, provider: str) -> dict[str, Any] | None:
-    if not step.screenshot:
-        return None
-    path = folder / step.screenshot
-    if not path.is_file():
+    path = _screenshot(folder, step)
+    if path is None:
         return None
     media = _MEDIA.get(path.suffix.lower(), "image/png")
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    data = base64.b64encode(files.read_bytes(path)).decode("ascii")
     if provider == "openai":
         return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
     return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
@@ -175,12 +179,13 @@ def _task(trajectory: Trajectory) -> str:
     return trajectory.result.task if trajectory.result is not None else ""
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-    os.replace(temp, path)
+def _screenshot(folder: Path, step: Step) -> Path | None:
+    """The step's screenshot file, when the run folder holds it (one whose recorded name leads
+    out of the folder is skipped, said on a line)."""
+    if not step.screenshot:
+        return None
+    path = files.contained(folder, step.screenshot, f"step {step.step}'s screenshot")
+    return path if path is not None and path.is_file() else None
 
 
 __all__ = ["FORMATS", "ExportFormat", "export", "messages", "osworld_lines", "write_osworld"]

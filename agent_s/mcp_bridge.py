@@ -34,6 +34,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 
 from agent_s.errors import AgentSError
+from agent_s.guards import files
 from agent_s.mcp_models import AnswerForm, ApprovalForm, McpSettings, RunOutcome
 from agent_s.safety import Approval, ApprovalRequest
 from agent_s.trajectory import RESULT_FILE, RUN_FILE, TRAJECTORY_FILE
@@ -368,25 +369,25 @@ class Tools:
         if not text:
             raise ToolError("give a trajectory id: list_trajectories lists them")
         candidate = Path(text).expanduser()
-        if not candidate.is_absolute():
-            candidate = root / candidate
+        name = os.path.relpath(candidate, root) if candidate.is_absolute() else text
         outside = ToolError(
             f"{given!r} is outside the record folder {root}: only trajectories under it can be "
             "read; give an id that list_trajectories lists"
         )
-        top = root.resolve()
         try:
-            real = candidate.resolve()
-        except (OSError, RuntimeError):  # a loop of links
+            real = files.inside(root, name)
+        except files.OutsideFolder:
             raise outside from None
-        if real == top or top not in real.parents:
+        if real == root.resolve():
             raise outside
         if not real.is_dir():
             raise ToolError(f"no trajectory {given!r} in {root}: list_trajectories lists them")
-        for name in (TRAJECTORY_FILE, RUN_FILE, RESULT_FILE):
-            inside = real / name
-            if inside.is_symlink() and top not in inside.resolve().parents:
-                raise outside
+        for own in (TRAJECTORY_FILE, RUN_FILE, RESULT_FILE):
+            if os.path.lexists(real / own):
+                try:
+                    files.inside(real, own)
+                except files.OutsideFolder:
+                    raise outside from None
         return real
 
 

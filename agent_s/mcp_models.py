@@ -117,9 +117,13 @@ class TrajectoryEntry(BaseModel):
     folder: str
 
 
+_SKIPPED = "files the record names that lead out of its folder: not read"
+
+
 class TrajectoryList(BaseModel):
     record_folder: str
     trajectories: list[TrajectoryEntry]
+    skipped: list[str] = Field([], description=_SKIPPED)
 
 
 class StepGrounding(BaseModel):
@@ -147,6 +151,7 @@ class TrajectoryOutcome(BaseModel):
     steps: list[StepSummary]
     result: RunOutcome | None = Field(None, description="None while the run has not ended")
     torn_last_line: bool = False
+    skipped: list[str] = Field([], description=_SKIPPED)
 
 
 class ApprovalForm(BaseModel):

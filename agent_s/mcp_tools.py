@@ -1,6 +1,8 @@
 """agent-s's MCP tools that only look (``agent_s.mcp_server``): ``ground`` (where an expression is
 on the server's screen), ``screenshot``'s observation, and ``list_trajectories`` /
-``read_trajectory`` over the record folder (``Tools.folder`` keeps reads inside it)."""
+``read_trajectory`` over the record folder (``Tools.folder`` keeps reads inside it, and every
+file a trajectory names is read only inside its folder: ``agent_s.guards.files``; what leads out
+is listed as ``skipped``)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from agent_s.errors import AgentSError
+from agent_s.guards import files
 from agent_s.mcp_bridge import WHERE_SETTINGS, Tools
 from agent_s.mcp_models import (
     GroundOutcome,
@@ -23,6 +26,7 @@ from agent_s.mcp_models import (
     TrajectoryList,
     TrajectoryOutcome,
 )
+from agent_s.step import Step
 from agent_s.trajectory import load_trajectory
 
 
@@ -109,25 +113,28 @@ def _entry(folder: Path) -> TrajectoryEntry | None:
 def list_runs(tools: Tools, limit: int) -> TrajectoryList:
     root = tools.root()
     found: list[TrajectoryEntry] = []
-    if root.is_dir():
-        folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
-        folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-        for folder in folders:
-            if len(found) >= limit:
-                break
-            if (entry := _entry(folder)) is not None:
-                found.append(entry)
-    return TrajectoryList(record_folder=str(root), trajectories=found)
+    with files.collect_skips() as skipped:
+        if root.is_dir():
+            folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
+            folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+            for folder in folders:
+                if len(found) >= limit:
+                    break
+                if (entry := _entry(folder)) is not None:
+                    found.append(entry)
+    return TrajectoryList(record_folder=str(root), trajectories=found, skipped=skipped)
 
 
 def read_run(tools: Tools, given: str) -> TrajectoryOutcome:
     folder = tools.folder(given)
-    try:
-        loaded = load_trajectory(folder)
-    except (OSError, ValueError) as error:
-        raise ToolError(f"cannot read the trajectory {given!r}: {error}") from None
+    with files.collect_skips() as skipped:
+        try:
+            loaded = load_trajectory(folder)
+        except (OSError, ValueError) as error:
+            raise ToolError(f"cannot read the trajectory {given!r}: {error}") from None
+        shots = [_screenshot(folder, step) for step in loaded.steps]
     steps = []
-    for step in loaded.steps:
+    for step, shot in zip(loaded.steps, shots, strict=True):
         grounded = [
             StepGrounding(
                 target=g.target,
@@ -151,7 +158,7 @@ def read_run(tools: Tools, given: str) -> TrajectoryOutcome:
                 detail=step.detail,
                 grounding=grounded,
                 safety=verdict,
-                screenshot=step.screenshot,
+                screenshot=shot,
                 cost_usd=round(step.usage.cost_usd, 6),
             )
         )
@@ -163,7 +170,16 @@ def read_run(tools: Tools, given: str) -> TrajectoryOutcome:
         steps=steps,
         result=RunOutcome.of(loaded.result) if loaded.result else None,
         torn_last_line=loaded.torn_last_line,
+        skipped=skipped,
     )
+
+
+def _screenshot(folder: Path, step: Step) -> str | None:
+    """The step's screenshot name when it is a file inside the trajectory's folder."""
+    if not step.screenshot:
+        return None
+    inside = files.contained(folder, step.screenshot, f"step {step.step}'s screenshot")
+    return step.screenshot if inside is not None else None
 
 
 __all__ = ["ground_expression", "list_runs", "observe", "read_run"]

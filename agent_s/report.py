@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent_s.errors import AgentSError
+from agent_s.guards import files as guard
 from agent_s.report_bestof import (
     BEST_OF_FILE,
     attempt_note,
@@ -150,14 +151,15 @@ def write_run_report(
         ) from err
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ReportError(f"{folder}: cannot read the run: {err}") from err
-    page = Path(out).expanduser() if out is not None else folder / REPORT_FILE
+    page = Path(out).expanduser() if out is not None else folder.resolve() / REPORT_FILE
     if page.is_dir():
         page = page / REPORT_FILE
     copy_to = None
     if not embed and page.parent.resolve() != folder.resolve():
         copy_to = files or page.parent / f"{page.stem}_files"
     assets = Assets(page.parent, copy_to=copy_to, embed=embed)
-    events, bad_events = plan_events(folder / PLAN_FILE)
+    plan = guard.contained(folder, PLAN_FILE, "the plan")
+    events, bad_events = plan_events(plan) if plan is not None else ([], 0)
     title = f"agent-s run: {_task(trajectory)[:80]}"
     try:
         with PageWriter(page, title) as writer:

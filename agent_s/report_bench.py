@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from agent_s.bench.report import group, load_results, outcome, summarize
+from agent_s.guards import files as guard
 from agent_s.report import REPORT_FILE, ReportError, write_run_report
 from agent_s.report_bestof import attempt_pages, best_of_card, best_of_of
 from agent_s.report_html import Assets, PageWriter, badge, esc, kv, money, pre, table
@@ -144,8 +145,11 @@ def _traj_lines(folder: Path) -> list[dict[str, Any]]:
     path = folder / TRAJ_FILE
     if not path.is_file():
         return []
+    real = guard.contained(folder, TRAJ_FILE, "a task's steps")
+    if real is None:
+        return []
     lines = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in guard.read_text(real, errors="replace").splitlines():
         try:
             value = json.loads(line)
         except json.JSONDecodeError:
@@ -163,13 +167,15 @@ def _task_page(
     page = where / REPORT_FILE
     steps = _traj_lines(folder)
     after = {
-        int(line["step_num"]): folder / Path(str(line["screenshot_file"])).name
+        int(line["step_num"]): shot
         for line in steps
         if isinstance(line.get("step_num"), int) and line.get("screenshot_file")
+        if (shot := _screenshot(folder, line)) is not None
     }
     run_page = None
     trajectory = folder / "trajectory"
-    if (trajectory / TRAJECTORY_FILE).is_file():
+    inner = (trajectory / TRAJECTORY_FILE).is_file()
+    if inner and guard.contained(folder, "trajectory", "a task's run folder") is not None:
         out = None if where == folder else where / "trajectory" / REPORT_FILE
         back = (_link(trajectory / REPORT_FILE if out is None else out, page), "the task's page")
         try:
@@ -273,10 +279,19 @@ def _best_of(
     return warnings + best_of_card(best, pages=pages, finals=finals, scores=data)
 
 
+def _screenshot(folder: Path, line: Mapping[str, Any]) -> Path | None:
+    """The screenshot a ``traj.jsonl`` line names, in the task's folder (None: none, or one
+    leading out of the folder, skipped)."""
+    name = str(line.get("screenshot_file") or "")
+    if not name:
+        return None
+    return guard.contained(folder, Path(name).name, f"step {line.get('step_num')}'s screenshot")
+
+
 def _traj_card(line: Mapping[str, Any], folder: Path, assets: Assets) -> str:
     number = line.get("step_num", "?")
-    name = str(line.get("screenshot_file") or "")
-    src = assets.src(folder / Path(name).name) if name else None
+    shot = _screenshot(folder, line)
+    src = assets.src(shot) if shot is not None else None
     if src is not None:
         picture = (
             f'<figure class="shot"><img src="{esc(src)}" loading="lazy" decoding="async" '

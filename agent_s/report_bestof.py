@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from agent_s.guards import files
 from agent_s.report_html import Assets, PageWriter, badge, esc, kv, money, table
 from agent_s.result import BestOf
 from agent_s.trajectory import TRAJECTORY_FILE
@@ -39,7 +40,7 @@ def read_best_of(folder: Path) -> tuple[BestOf, dict[str, Any]] | None:
     """The record of ``folder/best_of.json`` and the whole file's data (the task, the HOME
     handed back, bench scores); None when there is none or it cannot be read."""
     try:
-        data = json.loads((folder / BEST_OF_FILE).read_text(encoding="utf-8"))
+        data = json.loads(files.read_text(files.inside(folder, BEST_OF_FILE)))
     except (OSError, ValueError):
         return None
     record = best_of_of(data)
@@ -82,13 +83,13 @@ def attempt_of(trajectory: Path) -> tuple[Path, int] | None:
 def _final_screen(trajectory: Path) -> Path | None:
     """The final screenshot the attempt was judged on (its ``narrative.json`` names it)."""
     try:
-        data = json.loads((trajectory / NARRATIVE_FILE).read_text(encoding="utf-8"))
+        data = json.loads(files.read_text(files.inside(trajectory, NARRATIVE_FILE)))
     except (OSError, ValueError):
         return None
     name = data.get("final_screenshot") if isinstance(data, dict) else None
     if not isinstance(name, str) or not name:
         return None
-    return trajectory / Path(name).name
+    return files.contained(trajectory, Path(name).name, "an attempt's final screenshot")
 
 
 def best_of_card(
@@ -229,6 +230,9 @@ def attempt_pages(
         trajectory = trajectory_of(attempt.number)
         if not (trajectory / TRAJECTORY_FILE).is_file():
             continue
+        relative = os.path.relpath(trajectory, base)
+        if files.contained(base, relative, f"attempt {attempt.number}'s run folder") is None:
+            continue
         out = where_of(attempt.number)
         page = out if out is not None else trajectory / REPORT_FILE
         back = (link(page, index), "the best-of page")
@@ -261,12 +265,12 @@ def write_best_of_report(folder: Path, out: Path | None = None, *, embed: bool =
     index = out if out is not None else folder / REPORT_FILE
     if index.is_dir():
         index = index / REPORT_FILE
-    files = None if out is None else index.parent / f"{index.stem}_files"
-    copy_to = None if embed or files is None else files
+    beside = None if out is None else index.parent / f"{index.stem}_files"
+    copy_to = None if embed or beside is None else beside
     assets = Assets(index.parent, copy_to=copy_to, embed=embed)
 
     def where(number: int) -> Path | None:
-        return None if files is None else files / f"attempt-{number}" / REPORT_FILE
+        return None if beside is None else beside / f"attempt-{number}" / REPORT_FILE
 
     pages, finals, problems = attempt_pages(
         folder,

@@ -16,11 +16,10 @@ from __future__ import annotations
 import base64
 import html
 import os
-import shutil
 from pathlib import Path
-from types import TracebackType
-from typing import TextIO
 from urllib.parse import quote
+
+from agent_s.guards import files
 
 _MEDIA = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 
@@ -97,7 +96,9 @@ def media_type(path: Path) -> str:
 
 class Assets:
     """Where a page's images come from: ``embed`` (data: URIs), else beside the page, copied
-    into ``copy_to`` first when it is given (the page lives away from the images)."""
+    into ``copy_to`` first when it is given (the page lives away from the images). The paths
+    given are ones ``agent_s.guards.files.contained`` let through (inside their run folder);
+    they are read and copied following no link."""
 
     def __init__(self, page_dir: Path, *, copy_to: Path | None = None, embed: bool = False) -> None:
         self.page_dir = page_dir
@@ -110,39 +111,39 @@ class Assets:
         if not path.is_file():
             return None
         if self.embed:
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            data = base64.b64encode(files.read_bytes(path)).decode("ascii")
             return f"data:{media_type(path)};base64,{data}"
         target = path
         if self.copy_to is not None:
             target = self._copy(path)
-        relative = os.path.relpath(target, self.page_dir)
+        relative = os.path.relpath(target.resolve(), self.page_dir.resolve())
         return quote(Path(relative).as_posix())
 
     def _copy(self, path: Path) -> Path:
         source = path.resolve()
         if source in self._copied or self.copy_to is None:
             return self._copied.get(source, path)
-        self.copy_to.mkdir(parents=True, exist_ok=True)
+        files.output_folder(self.copy_to)
         used = {target.name for target in self._copied.values()}
         name, n = path.name, 1
         while name in used:  # two folders' step_001.png: one of them renamed
             name, n = f"{path.stem}-{n}{path.suffix}", n + 1
         target = self.copy_to / name
         if target.resolve() != source:
-            shutil.copyfile(source, target)
+            files.copy_into(source, target)
         self._copied[source] = target
         return target
 
 
-class PageWriter:
+class PageWriter(files.AtomicFile):
     """One HTML page, written part by part into a temporary file that becomes ``path`` when
-    the page is complete (``close``); a page that fails half-way leaves nothing behind."""
+    the page is complete (``commit``, as the ``with`` block ends); a page that fails half-way
+    leaves nothing behind. The temporary file follows no link and a symbolic link at ``path``
+    is replaced, never written through (``agent_s.guards.files.AtomicFile``); a page folder
+    that is a link is refused."""
 
     def __init__(self, path: Path, title: str) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._temp = path.with_name(f".{path.name}.tmp")
-        self._file: TextIO = open(self._temp, "w", encoding="utf-8")  # noqa: SIM115
+        super().__init__(path, text=True)
         self.write(
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n'
@@ -153,31 +154,11 @@ class PageWriter:
 
     def write(self, *parts: str) -> None:
         for part in parts:
-            self._file.write(part)
+            self.file.write(part)
 
-    def close(self) -> Path:
+    def commit(self, *, sync: bool = False) -> Path:
         self.write("</body></html>\n")
-        self._file.close()
-        os.replace(self._temp, self.path)
-        return self.path
-
-    def abandon(self) -> None:
-        self._file.close()
-        self._temp.unlink(missing_ok=True)
-
-    def __enter__(self) -> PageWriter:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abandon()
+        return super().commit(sync=sync)
 
 
 def badge(word: str, kind: str | None = None) -> str:

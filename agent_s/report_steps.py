@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_s.guards.files import contained
 from agent_s.report_html import Assets, badge, esc, kv, money, pre, seconds, table
 from agent_s.report_overlay import Frame, image_size, op_point, overlay
 from agent_s.step import Step, SubStep
@@ -19,7 +20,7 @@ _OUTPUT_CHARS = 8_000  # of one stream of a code block's output
 
 
 def _figure(
-    path: Path | None,
+    path: Path | str | None,
     assets: Assets,
     caption: str,
     step: Step,
@@ -28,6 +29,8 @@ def _figure(
 ) -> str:
     if path is None:
         return '<div class="noshot">no screenshot recorded for this step</div>'
+    if isinstance(path, str):  # a recorded name that leads out of the run folder: skipped
+        return f'<div class="noshot">{esc(path)} is outside the run folder: not shown</div>'
     src = assets.src(path)
     if src is None:
         return f'<div class="noshot">{esc(path.name)} is missing from the run folder</div>'
@@ -63,8 +66,10 @@ def step_card(step: Step, folder: Path, assets: Assets, frame: Frame, after: Pat
         else "",
     ]
     head.append(f' <span class="meta">{esc(" · ".join(f for f in facts if f))}</span></h3></div>')
+    picture: Path | str | None
     if step.screenshot:
-        picture = folder / step.screenshot
+        picture = contained(folder, step.screenshot, f"step {step.step}'s screenshot")
+        picture = step.screenshot if picture is None else picture
         caption = f"as the model saw it · {step.active_window or 'no active window'}"
     elif after is not None:
         picture, caption = after, "the screen after the step"
@@ -95,7 +100,8 @@ def _extra_images(step: Step, folder: Path, assets: Assets) -> str:
     for caption, name in names:
         if not name:
             continue
-        src = assets.src(folder / Path(name).name)
+        path = contained(folder, Path(name).name, f"step {step.step}'s image")
+        src = assets.src(path) if path is not None else None
         if src is not None:
             parts.append(
                 f'<figure class="extra"><figcaption>{esc(caption)}</figcaption>'

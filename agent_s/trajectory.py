@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from agent_s import marks
 from agent_s.desktop import ops
 from agent_s.desktop.base import Screenshot
+from agent_s.guards import files
 from agent_s.redact import Redactor
 from agent_s.result import RunResult
 from agent_s.step import Step
@@ -102,13 +103,12 @@ class TrajectoryWriter:
         redactor: Redactor | None = None,
     ) -> None:
         """``secrets``: values to redact; ``redactor``: a run's redactor (both may be given)."""
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = files.output_folder(Path(folder))
         given = list(secrets)
         if redactor is None or given:
             redactor = Redactor([*(redactor.values if redactor else ()), *given])
         self.redactor = redactor
-        self._lines = open(self.folder / TRAJECTORY_FILE, "a", encoding="utf-8")  # noqa: SIM115
+        self._lines = files.open_append(self.folder / TRAJECTORY_FILE)
         self.steps_written = 0
 
     @classmethod
@@ -125,7 +125,7 @@ class TrajectoryWriter:
         parent = Path(parent)
         for n in range(1000):
             folder = parent / (f"{prefix}-{stamp}-{os.getpid()}" + ("" if n == 0 else f"-{n}"))
-            if not folder.exists():
+            if not os.path.lexists(folder):  # a link planted at the name: the next name
                 return cls(folder, secrets=secrets, redactor=redactor)
         raise FileExistsError(f"cannot find a free trajectory folder name under {parent}")
 
@@ -147,7 +147,7 @@ class TrajectoryWriter:
 
     def write_event(self, event: dict[str, Any]) -> None:
         """One line of ``plan.jsonl``: a plan, a check, a strategy switch or a replan."""
-        with open(self.folder / PLAN_FILE, "a", encoding="utf-8") as handle:
+        with files.open_append(self.folder / PLAN_FILE) as handle:
             handle.write(self._text(event) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -163,13 +163,7 @@ class TrajectoryWriter:
         self._lines.close()
 
     def _atomic(self, name: str, data: bytes) -> None:
-        path = self.folder / name
-        temp = path.with_name(f".{name}.tmp")
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
+        files.write_bytes(self.folder / name, data, sync=True)
 
 
 def _default(value: Any) -> Any:
@@ -190,15 +184,18 @@ def draw_plan(screenshot: Screenshot, plan: Sequence[ops.Op]) -> bytes:
 
 def load_trajectory(folder: Path | str) -> Trajectory:
     """A trajectory folder back as typed objects. A torn last line (killed mid-write) is
-    skipped and reported; a bad line anywhere else is an error naming its line number."""
+    skipped and reported; a bad line anywhere else is an error naming its line number. The
+    folder's own files are read only where they are inside it: one that is a link leading out
+    is skipped, with a line naming it (``agent_s.guards.files``)."""
     folder = Path(folder)
     lines_path = folder / TRAJECTORY_FILE
-    if not lines_path.is_file():
+    real = _own_file(folder, TRAJECTORY_FILE)
+    if real is None or not real.is_file():
         raise FileNotFoundError(
             f"{folder} is not a trajectory folder: no {TRAJECTORY_FILE} (give the folder "
             "agent-s run printed as trajectory:, under ~/.local/share/agent-s/runs by default)"
         )
-    raw = lines_path.read_text(encoding="utf-8").split("\n")
+    raw = files.read_text(real).split("\n")
     steps: list[Step] = []
     torn = False
     for number, line in enumerate(raw, start=1):
@@ -213,12 +210,20 @@ def load_trajectory(folder: Path | str) -> Trajectory:
                 break
             problem = "not a JSON line" if cut else "not a step"
             raise ValueError(f"{lines_path}:{number}: {problem} ({err})") from err
-    run_path, result_path = folder / RUN_FILE, folder / RESULT_FILE
-    run = json.loads(run_path.read_text(encoding="utf-8")) if run_path.is_file() else {}
+    run_path, result_path = _own_file(folder, RUN_FILE), _own_file(folder, RESULT_FILE)
+    run = json.loads(files.read_text(run_path)) if run_path and run_path.is_file() else {}
     result = None
-    if result_path.is_file():
-        result = RunResult.from_json(json.loads(result_path.read_text(encoding="utf-8")))
+    if result_path is not None and result_path.is_file():
+        result = RunResult.from_json(json.loads(files.read_text(result_path)))
     return Trajectory(folder, run, tuple(steps), result, torn)
+
+
+def _own_file(folder: Path, name: str) -> Path | None:
+    """``folder/name`` as a real path inside ``folder``; None when there is none, or when it
+    leads out of the folder (skipped, said on a line)."""
+    if not os.path.lexists(folder / name):
+        return None
+    return files.contained(folder, name, f"the run's {name}")
 
 
 def find_secrets(folder: Path, secrets: Sequence[str]) -> list[str]:

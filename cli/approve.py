@@ -11,6 +11,7 @@ terminal; otherwise nobody can approve and such actions are refused.
 from __future__ import annotations
 
 import getpass
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_s.cli.output import ask_line, printable
+from agent_s.guards import files
 from agent_s.safety import RUN_CODE, Approval, ApprovalRequest
 
 _ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
@@ -117,12 +119,17 @@ class CliApprover:
     def _save(self, request: ApprovalRequest) -> Path | None:
         if request.image is None:
             return None
-        folder = self.image_dir or Path(tempfile.gettempdir()) / "agent-s-approvals"
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = folder / f"approval-{stamp}-step{request.step or 0}-{time.monotonic_ns()}.png"
-        path.write_bytes(request.image)
-        return path
+        shared = Path(tempfile.gettempdir()) / f"agent-s-approvals-{os.getuid()}"
+        folder = self.image_dir or shared
+        try:  # the shared temporary folder: this user's own (0700), never a link
+            files.output_folder(folder, mode=0o700)
+            if folder == shared and folder.stat().st_uid != os.getuid():
+                return None
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            name = f"approval-{stamp}-step{request.step or 0}-{time.monotonic_ns()}.png"
+            return files.write_bytes(folder / name, request.image, mode=0o600)
+        except OSError:
+            return None
 
 
 def _user() -> str:

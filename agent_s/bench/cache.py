@@ -51,6 +51,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from agent_s.bench.tasks import Task
+from agent_s.guards import files as guard
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
@@ -250,10 +251,8 @@ class Manifest:
             url: {k: v for k, v in asdict(e).items() if k != "url"}
             for url, e in sorted(self.entries.items())
         }
-        path = self.root / MANIFEST
-        temp = path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps({"version": 1, "files": files}, indent=1) + "\n", "utf-8")
-        os.replace(temp, path)
+        text = json.dumps({"version": 1, "files": files}, indent=1) + "\n"
+        guard.write_text(self.root / MANIFEST, text)
 
 
 _MANIFESTS: dict[Path, tuple[tuple[int, int], Manifest]] = {}

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_s.bench.worker import LIFELINE_VAR, SPEC_FILE
+from agent_s.guards import files as guard
 
 #: Folders of a task that stay on the node: the desktop's HOME.
 NODE_ONLY = ("home",)
@@ -103,7 +104,7 @@ def run_worker(
     its output goes to ``worker.log`` in the folder. The exit status, or why there is none.
     ``workers``: the run's running workers (``Workers.cancel`` ends them). ``module``: the
     worker's module (a best-of-N attempt runs ``agent_s.bestofn.attempt``)."""
-    (folder / SPEC_FILE).write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    guard.write_text(folder / SPEC_FILE, json.dumps(spec, indent=1))
     env = dict(os.environ)
     env.pop("AGENT_S_BENCH_API_KEY", None)
     if api_key:
@@ -167,13 +168,13 @@ def run_on_node(
 
 def write_back(folder: Path, files: dict[str, bytes]) -> None:
     """Write a task's files, as sent by a node, under its results folder (nothing outside)."""
-    root = folder.resolve()
     for name, data in files.items():
-        target = (folder / name).resolve()
-        if root not in target.parents:
-            raise ValueError(f"a node sent a file outside the task folder: {name!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:
+            target = guard.inside(folder, name)
+        except guard.OutsideFolder:
+            raise ValueError(f"a node sent a file outside the task folder: {name!r}") from None
+        guard.output_folder(target.parent, base=folder.resolve())
+        guard.write_bytes(target, data)
 
 
 def _reachable(address: str, timeout: float = 5.0) -> str:
@@ -266,7 +267,7 @@ class RayBackend:
             with self._lock:
                 self._refs.discard(ref)
         write_back(folder, files)
-        with open(folder / "worker.log", "a", encoding="utf-8") as log:
+        with guard.open_append(folder / "worker.log") as log:
             log.write(f"\n[agent-s] ran on Ray node {node}\n")
         return code
 

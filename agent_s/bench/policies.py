@@ -12,6 +12,7 @@ The reference solution is data: each line is parsed with ``agent_s.actions.parse
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent_s.bench.scoring import LastAction
 from agent_s.bench.tasks import Task
+from agent_s.guards import files
 
 if TYPE_CHECKING:
     from agent_s.memory import MemoryStore
@@ -54,14 +56,16 @@ class OSWorldRecorder:
     def __init__(self, folder: Path, backend: Any) -> None:
         self.folder = folder
         self.backend = backend
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._file = open(folder / "traj.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        files.output_folder(self.folder)
+        self._file = files.open_append(folder / "traj.jsonl")
 
     def step(self, n: int, action: str, response: str, done: bool, info: Mapping[str, Any]) -> None:
         stamp = datetime.now().strftime("%Y%m%d@%H%M%S%f")
         name = f"step_{n}_{stamp}.png"
         try:
-            self.backend.capture().image.save(self.folder / name)
+            buffer = io.BytesIO()
+            self.backend.capture().image.save(buffer, "PNG")
+            files.write_bytes(self.folder / name, buffer.getvalue())
         except Exception as err:  # a failed capture must not lose the step's line
             name = ""
             info = {**info, "screenshot_error": f"{type(err).__name__}: {err}"}

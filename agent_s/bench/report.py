@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
+from agent_s.guards import files
 
 
 def load_records(results: Path) -> list[dict[str, Any]]:
@@ -43,7 +44,7 @@ def load_results(results: Path) -> tuple[list[dict[str, Any]], list[dict[str, st
 
 def _load(folder: Path) -> tuple[dict[str, Any] | None, str]:
     try:
-        record = json.loads((folder / RESULT_JSON).read_text(encoding="utf-8"))
+        record = json.loads(files.read_text(files.inside(folder, RESULT_JSON)))
     except FileNotFoundError:
         return None, f"{RESULT_TXT} without {RESULT_JSON}"
     except (OSError, ValueError) as err:
@@ -52,7 +53,7 @@ def _load(folder: Path) -> tuple[dict[str, Any] | None, str]:
         return None, f"{RESULT_JSON} is not a task record (no task_id)"
     if (folder / RESULT_TXT).exists():
         try:
-            score = float((folder / RESULT_TXT).read_text(encoding="utf-8").strip())
+            score = float(files.read_text(files.inside(folder, RESULT_TXT)).strip())
         except (OSError, ValueError):
             return None, f"{RESULT_TXT} holds no score"
         if record.get("score") != score:

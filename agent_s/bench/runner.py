@@ -50,6 +50,7 @@ from agent_s.bench.distributed import RayBackend, Workers, run_worker
 from agent_s.bench.policies import PolicyName
 from agent_s.bench.tasks import References, Suite, Task, load_references, reference_for
 from agent_s.bench.worker import RESULT_JSON, RESULT_TXT
+from agent_s.guards import files
 
 if TYPE_CHECKING:
     from agent_s.bestofn.judge import JudgeMode
@@ -164,8 +165,8 @@ def task_folder(options: RunOptions, task: Task) -> Path:
 
 def _read(folder: Path) -> dict[str, Any] | None:
     try:
-        record = json.loads((folder / RESULT_JSON).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # missing, torn, not UTF-8
+        record = json.loads(files.read_text(files.inside(folder, RESULT_JSON)))
+    except (OSError, ValueError):  # missing, torn, not UTF-8, a link out of the folder
         return None
     return record if isinstance(record, dict) and "task_id" in record else None
 
@@ -175,7 +176,7 @@ def finished_record(folder: Path) -> dict[str, Any] | None:
     ``result.json`` a record with that score. Anything else (missing, torn, half-written,
     disagreeing files) is None: the task runs again."""
     try:
-        score = float((folder / RESULT_TXT).read_text(encoding="utf-8").strip())
+        score = float(files.read_text(files.inside(folder, RESULT_TXT)).strip())
     except (OSError, ValueError):
         return None
     record = _read(folder)
@@ -224,8 +225,11 @@ def _run_one(
             "score": None,
             "reason": reason,
         }
+    files.output_folder(folder.parent, base=options.results)  # no link on the way: refused
+    if folder.is_symlink():
+        folder.unlink()
     shutil.rmtree(folder, ignore_errors=True)  # a half-finished attempt leaves nothing behind
-    folder.mkdir(parents=True)
+    files.output_folder(folder, base=options.results)
     settings = options.settings
     if settings is not None and left is not None:
         settings = settings.with_cost_limit(left)
@@ -290,11 +294,13 @@ def run_suite(
 ) -> list[dict[str, Any]]:
     """Run every task of the suite (see the module docstring); the records, in suite order."""
     emit = on_event or (lambda event: None)
+    files.output_folder(options.results)  # a results folder that is a link is refused
     tasks, _bad = options.suite.load(options.domains)  # the caller reports the bad files
     records: dict[int, dict[str, Any]] = {}
     pending: list[tuple[int, Task, Path]] = []
     for i, task in enumerate(tasks):
         folder = task_folder(options, task)
+        files.output_folder(folder.parent, base=options.results)  # a link on the way: refused
         done_before = finished_record(folder)
         if done_before is not None:
             record = done_before

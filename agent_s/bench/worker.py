@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_s import lifecycle
 from agent_s.bench.tasks import load_task
+from agent_s.guards import files
 
 if TYPE_CHECKING:
     from agent_s.bench.scoring import Score
@@ -83,9 +84,7 @@ def _within(limit: float, score: Callable[[], Score]) -> Score:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temp, path)
+    files.write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def _open_memory(
@@ -238,7 +237,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     if interrupted is not None:
         raise interrupted
     if record["score"] is not None:
-        (folder / RESULT_TXT).write_text(f"{record['score']}\n", encoding="utf-8")
+        files.write_text(folder / RESULT_TXT, f"{record['score']}\n")
     return record
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from agent_s import lifecycle
 from agent_s.bench.worker import LIFELINE_VAR
 from agent_s.bestofn.narrative import Caption, Narrative, narrate
+from agent_s.guards import files
 from agent_s.step import Step
 
 ATTEMPT_FILE = "attempt.json"
@@ -33,10 +34,8 @@ KEY_VAR = "AGENT_S_BENCH_API_KEY"
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` into ``path`` atomically."""
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temp, path)
+    """``data`` into ``path`` atomically, following no link (``agent_s.guards.files``)."""
+    files.write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def settle_trajectory(folder: Path, trajectory: Path | None) -> Path | None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agent_s.bestofn.attempt import narrative_of, write_json
 from agent_s.bestofn.config import BestOfConfig
 from agent_s.bestofn.select import Attempt, best_of, judge
+from agent_s.guards import files
 from agent_s.models.types import Usage
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def run_attempts(
         base.update(status="cancelled", score=None)
     write_json(folder / "result.json", base)
     if base.get("score") is not None:
-        (folder / "result.txt").write_text(f"{base['score']}\n", encoding="utf-8")
+        files.write_text(folder / "result.txt", f"{base['score']}\n")
     return base
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from PIL import Image
 
 from agent_s.errors import AgentSError, describe_error
+from agent_s.guards import files
 from agent_s.models.errors import BudgetExceeded
 from agent_s.step import Step
 from agent_s.trajectory import load_trajectory
@@ -114,9 +115,19 @@ class Narrative:
         )
 
     def write(self, folder: Path) -> Path:
-        path = folder / NARRATIVE_FILE
-        path.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False), "utf-8")
-        return path
+        return files.write_text(
+            folder / NARRATIVE_FILE, json.dumps(self.to_json(), indent=1, ensure_ascii=False)
+        )
+
+
+def _pair(folder: Path, step: Step, after: Step | None) -> tuple[Path, Path] | None:
+    """The screenshots before and after ``step`` (sent to a captioning model) when both are
+    inside the attempt's folder; one that leads out is skipped, said on a line."""
+    if after is None or not step.screenshot or not after.screenshot:
+        return None
+    first = files.contained(folder, step.screenshot, f"step {step.step}'s screenshot")
+    second = files.contained(folder, after.screenshot, f"step {after.step}'s screenshot")
+    return None if first is None or second is None else (first, second)
 
 
 def _pixels(path: Path) -> np.ndarray[Any, Any] | None:
@@ -213,8 +224,9 @@ def narrate_steps(
         regions: tuple[Region, ...] = ()
         fraction = 0.0
         captioned = False
-        if after_step is not None and step.screenshot and after_step.screenshot:
-            before, after = folder / step.screenshot, folder / after_step.screenshot
+        pair = _pair(folder, step, after_step)
+        if pair is not None:
+            before, after = pair
             found = changed_regions(before, after, step.screen)
             if found is not None:
                 regions, fraction = found
@@ -223,7 +235,8 @@ def narrate_steps(
                 if caption is not None and unexplained:
                     calls += 1
                     try:
-                        text = caption(before.read_bytes(), after.read_bytes(), step.action_text)
+                        shown = files.read_bytes(before), files.read_bytes(after)
+                        text = caption(*shown, step.action_text)
                     except (OSError, ValueError, AgentSError) as err:  # the narrative stands
                         changes.append(f"(no caption: {describe_error(err)})"[:300])
                         if isinstance(err, BudgetExceeded):

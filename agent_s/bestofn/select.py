@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from agent_s.bestofn.judge import Candidate, Judge, Verdict
 from agent_s.bestofn.narrative import Narrative
+from agent_s.guards import files
 from agent_s.result import BestOf, BestOfAttempt
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ class Attempt:
     def candidate(self) -> Candidate:
         final = None
         if self.trajectory is not None and self.narrative.final_screenshot:
-            final = self.trajectory / self.narrative.final_screenshot
+            name, what = self.narrative.final_screenshot, f"attempt {self.number}'s final screen"
+            final = files.contained(self.trajectory, name, what)  # shown to the judge
         return Candidate(
             number=self.number,
             narrative=tuple(s.line() for s in self.narrative.steps),
@@ -116,9 +118,10 @@ def _screen(attempts: Sequence[Attempt]) -> tuple[int, int]:
         if attempt.trajectory is None or not attempt.narrative.final_screenshot:
             continue
         try:
-            with Image.open(attempt.trajectory / attempt.narrative.final_screenshot) as shot:
+            final = files.inside(attempt.trajectory, attempt.narrative.final_screenshot)
+            with Image.open(final) as shot:
                 return shot.size
-        except OSError:
+        except (OSError, files.OutsideFolder):
             continue
     return 1280, 800
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_s import lifecycle
+from agent_s.guards import files
 
 HELD = "held"  # the notes' folder under lifecycle.state_dir()
 _BUTTONS = frozenset("12345")
@@ -71,9 +72,7 @@ class HeldInputs:
                 "keys": self.keys,
                 "buttons": self.buttons,
             }
-            temp = self.path.with_name(f".{self.path.name}.tmp")
-            temp.write_text(json.dumps(note), encoding="utf-8")
-            os.replace(temp, self.path)
+            files.write_text(self.path, json.dumps(note))
 
 
 def release_stale(

@@ -36,6 +36,7 @@ from typing import Any
 import psutil
 
 from agent_s import lifecycle
+from agent_s.guards import files
 
 MARKER = "AGENT_S_VIRTUAL_DESKTOP"
 DESKTOPS = "desktops"  # the state files' folder under lifecycle.state_dir()
@@ -102,9 +103,7 @@ def end_processes(find: Callable[[], list[psutil.Process]], grace: float = 2.0) 
 def write_state(path: Path, state: dict[str, Any]) -> None:
     """Write atomically: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(state), encoding="utf-8")
-    os.replace(temp, path)
+    files.write_text(path, json.dumps(state))
 
 
 def read_state(path: Path) -> dict[str, Any] | None:

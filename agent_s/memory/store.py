@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_s.guards import files
 from agent_s.guards.trust import KeyFileError, Sealer, TrustLevel, key_path, load_key
 from agent_s.memory.entries import (
     KINDS,
@@ -495,9 +496,7 @@ class MemoryStore:
             ).model_dump_json()
             for e in reversed(self.entries())
         ]
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.writelines(line + "\n" for line in lines)
+        files.write_text(path, "".join(line + "\n" for line in lines), mode=0o600)
         return len(lines)
 
     def import_jsonl(self, path: Path) -> ImportReport:

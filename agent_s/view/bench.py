@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_s.control import RunControl
+from agent_s.guards.files import write_text
 from agent_s.view.server import LiveView
 
 VIEW_TASK_VAR = "AGENT_S_VIEW_TASK"
@@ -45,9 +46,7 @@ class TaskView:
         screen = open_backend(dict(env) if env is not None else None)  # its own connection
         live = LiveView(RunControl(), screen).start()
         view = cls(live, screen, folder)
-        descriptor = os.open(view._file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            out.write(live.url + "\n")
+        write_text(view._file, live.url + "\n", mode=0o600)  # no link followed: guards.files
         sys.stderr.write(f"live view of {task_id}: {live.url}\n")
         return view
 

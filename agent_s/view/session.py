@@ -47,6 +47,7 @@ def watching(
             stack.callback(screen.close)
             live = stack.enter_context(LiveView(control, screen))
             say(f"live view (watch, pause, take over, stop): {live.url}")
+            stack.callback(control.subscribe(_saying(say)))
         if guard:
             from agent_s.errors import DisplayUnavailableError
 
@@ -60,6 +61,16 @@ def watching(
                     "pause it (--no-pause-on-input turns this off)"
                 )
         yield live
+
+
+def _saying(say: Callable[[str], None]) -> Callable[[ControlEvent], None]:
+    """A listener that says each change of the run's state (the page's buttons among them)."""
+
+    def changed(event: ControlEvent) -> None:
+        if event.kind == "state":
+            say(f"{event.state.replace('_', ' ')}: {event.reason}")
+
+    return changed
 
 
 def terminal_waiter(stdin: TextIO, stderr: TextIO) -> Callable[[RunControl], None]:

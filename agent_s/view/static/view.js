@@ -8,29 +8,43 @@
   const context = canvas.getContext("2d");
   const view = {
     frames: 0, state: "", acting: false, steps: [], plan: [], result: null, inputs: 0,
+    lastFrame: false,
   };
   window.agentView = view;  // read by tests and by anyone curious in the console
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
+  function draw(bitmap) {
+    if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
+      canvas.width = bitmap.width;
+      canvas.height = bitmap.height;
+    }
+    context.drawImage(bitmap, 0, 0);
+    bitmap.close();
+    view.frames += 1;
+  }
+
+  // frames until the run ends; then the one sent with the result, taken after its last action
   async function frames() {
-    for (;;) {
+    while (!view.result) {
       try {
         const reply = await fetch(url("/frame.jpg"), { cache: "no-store" });
         if (reply.ok) {
           const bitmap = await createImageBitmap(await reply.blob());
-          if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
-            canvas.width = bitmap.width;
-            canvas.height = bitmap.height;
-          }
-          context.drawImage(bitmap, 0, 0);
-          bitmap.close();
-          view.frames += 1;
+          if (view.result) break;  // a frame asked for before the end: older than the last
+          draw(bitmap);
         }
       } catch (err) {
-        // the run ended and the server with it, or a frame was lost: try again
+        // a frame was lost: try again (after the end, the result's frame stands)
       }
       await sleep(view.state === "taken_over" ? 150 : 300);
     }
+  }
+
+  async function lastFrame(base64) {
+    if (!base64) return;
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    draw(await createImageBitmap(new Blob([bytes], { type: "image/jpeg" })));
+    view.lastFrame = true;
   }
 
   function text(tag, content, cls) {
@@ -40,22 +54,25 @@
     return node;
   }
 
+  // the run's state, until it has ended: then how it ended, and no button left to press
   function showState(state, reason) {
     view.state = state;
+    const ended = view.result !== null;
+    const shown = ended ? view.result.status : state;
     const badge = document.getElementById("state");
-    badge.textContent = state.replace("_", " ");
-    badge.className = "state " + state;
-    document.body.className = state;
-    document.getElementById("reason").textContent = reason || "";
+    badge.textContent = shown.replace("_", " ");
+    badge.className = "state " + (ended ? "ended " : "") + shown;
+    document.body.className = ended ? "ended" : state;
+    document.getElementById("reason").textContent = ended ? view.result.reason : reason || "";
     const enabled = {
-      pause: state === "running",
-      resume: state === "paused",
-      take_over: state === "running" || state === "paused",
-      hand_back: state === "taken_over",
-      stop: state !== "stopped" && !view.result,
+      pause: !ended && state === "running",
+      resume: !ended && state === "paused",
+      take_over: !ended && (state === "running" || state === "paused"),
+      hand_back: !ended && state === "taken_over",
+      stop: !ended && state !== "stopped",
     };
     for (const [id, on] of Object.entries(enabled)) document.getElementById(id).disabled = !on;
-    if (state === "taken_over") canvas.focus();
+    if (state === "taken_over" && !ended) canvas.focus();
   }
 
   function logItem(item) {
@@ -141,11 +158,17 @@
   events.addEventListener("result", (e) => {
     const data = JSON.parse(e.data);
     view.result = data;
-    document.getElementById("result").textContent = data.status + ": " + data.reason;
-    showState(view.state, document.getElementById("reason").textContent);
+    const result = document.getElementById("result");
+    result.textContent = data.status + ": " + data.reason;
+    if (data.answer) result.appendChild(text("div", "answer: " + data.answer, "answer"));
+    showState(view.state, data.reason);
+    document.getElementById("acting").hidden = true;
     events.close();
+    lastFrame(data.frame);
   });
 
+  // JSON bodies only: the server refuses text/plain and form posts, the kinds a page of another
+  // origin could send without a CORS preflight
   async function post(path, body) {
     const reply = await fetch(url(path), {
       method: "POST",
