@@ -324,8 +324,11 @@ class MemoryStore:
         free = int(self._db.execute("PRAGMA freelist_count").fetchone()[0])
         if not always and free * page <= max(self.max_bytes // 4, 65_536):
             return False
-        self._db.execute("VACUUM")
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try:
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # another process holds the file: compacted next time
+            return False
         return True
 
     def file_bound(self) -> int:
