@@ -413,9 +413,10 @@ class MemoryConfig:
 
     ``k``: at most this many entries shown in a prompt (the planner's, the code agent's, the
     worker's first request when no plan is made); ``retrieve``: show them; ``learn``: store the
-    run's summary, lessons and (verified runs only) skills when it ends (a harness that judges
-    runs by its own evaluator learns itself); ``write`` False: the store is only read, not even
-    a retrieval is counted (a harness's frozen memory)."""
+    run's summary, lessons and (only where a check passed; verified only when the user gave it)
+    skills when it ends (a harness that judges runs by its own evaluator learns itself);
+    ``write`` False: the store is only read, not even a retrieval is counted (a harness's
+    frozen memory)."""
 
     k: int = 5
     retrieve: bool = True

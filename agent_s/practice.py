@@ -26,7 +26,9 @@ of ``budget.tasks`` proposals:
    application started), with ``budget.max_steps``; the check is its postcondition: it runs
    after ``done``, in the code agent's contained runner, on that desktop.
 4. **Learn.** ``agent_s.memory.learn_from_run`` stores the run's summary and lessons; skills only
-   when the check passed (``verified=True``). A failed attempt's lessons are marked unverified.
+   when the check passed. The model wrote that check, so what it passed is stored as "checked
+   by a model-written check", never as verified (``agent_s.guards.trust``). A failed attempt's
+   lessons are marked unverified.
 
 Each desktop lives in a worker process of its own (``agent_s.practice_worker``: pyautogui and
 AT-SPI bind to one display per process), started with a lifeline: a worker whose parent is
@@ -90,7 +92,8 @@ EventKind = Literal["propose", "invalid", "rejected", "attempt", "step", "done",
 @dataclass
 class PracticeTask:
     """One proposal and what became of it; ``skills``/``lessons``/``runs``: the memory entries
-    stored from its attempt (``verified``: by its check)."""
+    stored from its attempt (``verified``: its model-written check passed; memory keeps what it
+    learned as checked by a model-written check, never as verified by the user)."""
 
     number: int
     app: str
@@ -521,6 +524,7 @@ class _Session:
             result,
             verified=task.verified,
             check=task.check,
+            check_by="model",  # the model proposed the check: never stored as verified
             model=self.model,
         )
         for entry_id in ids:

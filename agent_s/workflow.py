@@ -17,7 +17,9 @@ with a quote, backslash or control character is refused, as is a number paramete
 something else than a number.
 
 Only a run that succeeded can be saved; its provenance says whether a check verified it (the
-run, the date, the model, the task: ``Provenance``).
+run, the date, the model, the task: ``Provenance``). A stored workflow is verified only when the
+store's key sealed it so (``agent_s.guards.trust``): a workflow edited in the file, body and hash
+together, loads as unverified.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 from agent_s.desktop.base import DesktopBackend
 from agent_s.memory.entries import Provenance, Skill
 from agent_s.memory.parameters import extract_parameters, instantiate
-from agent_s.memory.store import MemoryStore, check_workflow_name
+from agent_s.memory.store import MemoryStore, StoredWorkflow, check_workflow_name
 from agent_s.replay import (
     WAIT_SECONDS,
     Divergence,
@@ -115,13 +117,20 @@ class Workflow(BaseModel):
                     f"no workflow named {name!r} (stored: {known}); save one with agent-s "
                     "workflow save RUN_DIR NAME"
                 ) from None
-        return cls.model_validate_json(stored.body)
+        return cls._of(stored)
+
+    @classmethod
+    def _of(cls, stored: StoredWorkflow) -> Workflow:
+        """The workflow as stored, with the store's word on its provenance: verified only when
+        this store's key sealed it so (the body's own claim is not believed)."""
+        flow = cls.model_validate_json(stored.body)
+        return flow.model_copy(update={"provenance": stored.provenance})
 
     @classmethod
     def stored(cls, store: MemoryStore | None = None) -> list[Workflow]:
         """Every stored workflow, by name."""
         with _store(store) as memory:
-            return [cls.model_validate_json(w.body) for w in memory.workflows()]
+            return [cls._of(w) for w in memory.workflows()]
 
     # -- running --
 
@@ -229,6 +238,7 @@ def describe(flow: Workflow) -> dict[str, Any]:
         "created": prov.created.isoformat(),
         "model": prov.model,
         "verified": prov.verified,
+        "checked_by": prov.checked_by,
     }
 
 

@@ -9,7 +9,8 @@
 
 The file is ``--db``, else the one ``agent-s run`` uses (``[memory] path`` of the configuration
 file, ``$AGENT_S_MEMORY_DB``, else the user's data folder). Exit codes: 0
-done, 1 an entry was not found or nothing matched, 2 usage or a file that cannot be used.
+done, 1 an entry was not found, nothing matched or an import stopped (the memory was full), 2
+usage or a file that cannot be used.
 """
 
 from __future__ import annotations
@@ -63,15 +64,23 @@ def _open(db: Path | None) -> MemoryStore:
     from agent_s.memory import MemoryStore, MemoryStoreError
     from agent_s.settings import load_settings
 
-    if db is None:
-        try:
-            db = load_settings().memory.path
-        except ConfigError as error:
-            raise _fail(str(error)) from None
     try:
-        return MemoryStore(db)
+        settings = load_settings().memory  # the file, and its bounds ([memory] max_*)
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    try:
+        store = MemoryStore(
+            db if db is not None else settings.path,
+            max_entries=settings.max_entries,
+            max_bytes=settings.max_bytes,
+        )
     except MemoryStoreError as error:
         raise _fail(str(error)) from None
+    for notice in store.notices:  # said once: the change is made when the file is opened
+        output.console(stderr=True).print(
+            f"note: {escape(output.printable(notice))}", highlight=False, soft_wrap=True
+        )
+    return store
 
 
 def _kinds(kind: str | None) -> list[Kind] | None:
@@ -101,8 +110,10 @@ def _title(entry: Entry) -> str:
 
 
 def _line(entry: Entry, score: float | None = None) -> str:
+    from agent_s.guards.trust import LABELS
+
     prov = entry.provenance
-    mark = "verified" if prov.verified else "unverified"
+    mark = LABELS[prov.checked_by]
     scored = f" score {score:.3g}" if score is not None else ""
     text = output.printable(f"{_title(entry)}  [{prov.run_id}, {mark}]{scored}", keep="")
     return f"{entry.id:>5}  {entry.kind:<6}  {escape(text)}"
@@ -124,7 +135,8 @@ def list_entries(
     db: _Db = None,
     as_json: _Json = False,
 ) -> None:
-    """Stored entries, newest first, each with its run and whether it was verified."""
+    """Stored entries, newest first, each with its run and who checked it: verified (a
+    check the user gave), checked by a model-written check, or unverified."""
     kinds = _kinds(kind)
     with _open(db) as store:
         entries = _guarded(lambda: store.entries(kinds, limit))
@@ -161,7 +173,7 @@ def show(
         f"run: {prov.run_id} (steps {steps})",
         f"date: {prov.created.isoformat()}",
         f"model: {prov.model}",
-        f"verified: {'yes, by a check' if prov.verified else 'no'}",
+        f"verified: {_verified(entry)}",
         f"retrieved: {entry.retrieved} times",
         f"task: {prov.task}",
     ]
@@ -184,6 +196,18 @@ def show(
         lines += [f"worked: {body.worked}", f"failed: {body.failed}", f"why: {body.why}"]
     for line in lines:
         out.print(escape(output.printable(line, keep="\n\t")), highlight=False, soft_wrap=True)
+
+
+def _verified(entry: Entry) -> str:
+    """Who checked it, and whether this store's key sealed it."""
+    level = entry.provenance.checked_by
+    if level == "user":
+        return "yes, by a check the user gave"
+    if level == "model-check":
+        return "no: checked by a model-written check only"
+    if not entry.sealed:
+        return "no (not sealed by this store's key: imported, edited, or from before sealing)"
+    return "no"
 
 
 @memory_app.command(cls=Command)
@@ -271,14 +295,24 @@ def import_entries(
     path: Annotated[Path, typer.Argument(metavar="FILE", help="A file memory export wrote.")],
     db: _Db = None,
 ) -> None:
-    """Add the entries of FILE: every line is checked (fields, skill hashes) before any is
-    added; entries already stored are skipped."""
+    """Add the entries of FILE, each as unverified: every line is checked (fields, skill
+    hashes; at most 1 MB a line, 50 MB a file) before any is added; entries already stored are
+    skipped; nothing stored is evicted to make room (the import stops and says so)."""
     with _open(db) as store:
         report = _guarded(lambda: store.import_jsonl(path))
-    output.console(stderr=True).print(
-        f"Added {report.added} entries, skipped {report.skipped} already stored.",
+    err = output.console(stderr=True)
+    err.print(
+        f"Added {report.added} entries as unverified, skipped {report.skipped} already stored.",
         highlight=False,
     )
+    if report.stopped:
+        err.print(
+            f"Stopped with {report.left} entries of the file not imported: "
+            f"{escape(report.stopped)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 __all__ = ["memory_app"]

@@ -143,8 +143,7 @@ MaxReplans = Annotated[
 SubtaskSteps = Annotated[
     int | None,
     typer.Option(
-        help="Steps each subtask of a planned run may take (default 15; env "
-        "AGENT_S_SUBTASK_STEPS)."
+        help="Steps each subtask of a planned run may take (default 15; env AGENT_S_SUBTASK_STEPS)."
     ),
 ]
 Memory = Annotated[

@@ -94,7 +94,7 @@ def _summary(out: Console, report: PracticeReport) -> None:
         what = _safe(task.task[:120]) or "(no usable proposal)"
         _line(out, f"  {task.number:>2} {task.status:<9} {what}")
         if task.skills or task.lessons or task.runs:
-            trust = "verified" if task.verified else "unverified"
+            trust = "checked by a model-written check" if task.verified else "unverified"
             _line(out, f"     {trust}: {_learned(task.skills, task.lessons, task.runs)}")
     _line(out, f"learned: skills {_ids(report.skills)}; lessons {_ids(report.lessons)}")
     _line(out, f"${report.cost_usd:.4f}, {report.seconds:.1f} s; records: {report.folder}")
@@ -152,7 +152,8 @@ def practice(
 ) -> None:
     """Practise on an application: the model proposes tasks of rising difficulty, each with a
     check command that must fail on a fresh desktop; the agent attempts each on its own virtual
-    desktop, and what passed its check is kept in memory as verified skills and lessons."""
+    desktop, and what passed its check is kept in memory as skills and lessons "checked by a
+    model-written check" (never as verified: only a check the user gives verifies)."""
     from agent_s.memory import MemoryStore
     from agent_s.practice import PracticeBudget
     from agent_s.practice import practice as run_practice

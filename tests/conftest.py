@@ -44,9 +44,10 @@ APPS_DIR = Path(__file__).parent / "apps"
 # ``agent-s run`` keeps memory by default: runs made in this process (and in processes given
 # the desktop's environment, which copies this) learn in a file of this session, never in the
 # user's own; a process given neither keeps it in its HOME's data folder
-os.environ.setdefault(
-    "AGENT_S_MEMORY_DB", str(Path(tempfile.mkdtemp(prefix="agent-s-memory-")) / "memory.sqlite3")
-)
+_MEMORY = Path(tempfile.mkdtemp(prefix="agent-s-memory-"))
+os.environ.setdefault("AGENT_S_MEMORY_DB", str(_MEMORY / "memory.sqlite3"))
+# and seal them with a key of this session (agent_s.guards.trust), never the user's own
+os.environ.setdefault("AGENT_S_MEMORY_KEY", str(_MEMORY / "memory.key"))
 PROBE = APPS_DIR / "probe_tk.py"
 NO_XVFB = (
     "Xvfb is not installed: desktop tests need a virtual X display "

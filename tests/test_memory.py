@@ -345,7 +345,14 @@ def test_export_then_import_round_trips_and_skips_duplicates(tmp_path: Path) -> 
     with MemoryStore(tmp_path / "b.sqlite3") as fresh:
         report = fresh.import_jsonl(out)
         assert (report.added, report.skipped) == (3, 0)
-        assert [e.model_dump() for e in fresh.entries()] == before
+        # the same entries, each unverified and unused: a file's word is not trusted
+        unverified = [
+            {**e, "provenance": {**e["provenance"], "verified": False, "checked_by": "none"}}
+            for e in before
+        ]
+        assert [e.model_dump() for e in fresh.entries()] == [
+            {**e, "retrieved": 0} for e in unverified
+        ]
         again = fresh.import_jsonl(out)
         assert (again.added, again.skipped) == (0, 3)
 
@@ -378,6 +385,7 @@ def _cli(args: list[str], home: Path, stdin: str = "") -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_S_", "XDG_"))} | {
         "HOME": str(home),
         "XDG_DATA_HOME": str(home / "data"),
+        "AGENT_S_MEMORY_KEY": os.environ["AGENT_S_MEMORY_KEY"],  # the key the tests' stores use
         "NO_COLOR": "1",
         "COLUMNS": "200",
     }

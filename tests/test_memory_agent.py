@@ -35,6 +35,7 @@ from typer.testing import CliRunner
 from agent_s.actions import CallCodeAgentAction, DoneAction
 from agent_s.bench.tasks import load_suite
 from agent_s.cli.main import app
+from agent_s.guards.trust import quote
 from agent_s.memory import Lesson, MemoryStore, Provenance, RunSummary, Skill, instantiate
 from agent_s.memory.learn import learn_from_run
 from agent_s.memory.recall import MEMORY_FILE, retrievals
@@ -185,14 +186,14 @@ def test_a_verified_skill_is_stored_with_its_hash_and_shown_to_the_next_related_
         worker, code_model = server.requests[0], server.requests[1]
     assert (second["status"], second["verified"]) == ("succeeded", True), second
     for request in (worker, code_model):
-        told = text(request)
+        told = request.read()
         assert MEMORY_HEADING in told
-        assert "advice, not instructions" in told
-        assert "VERIFIED: a check confirmed that run's success" in told
-        assert f"from run {folder.name}, step 1" in told
-        assert "model scripted-model" in told
-        assert json.dumps(SUM, ensure_ascii=False)[1:-1] in told  # the exact code, shown
-        assert "file_1 = 'sales.csv'" in told
+        assert "not instructions" in told
+        assert "trust: VERIFIED: a check the user gave confirmed that run's success" in told
+        assert f'from: run "{folder.name}", step 1' in told
+        assert 'model "scripted-model"' in told
+        assert f"code ({len(SUM)} characters): {quote(SUM, 4000)}" in told  # exact, one line
+        assert '"file_1" = "sales.csv"' in told
     assert "You complete a job on a computer" in text(code_model)
     folder2 = Path(second["trajectory_dir"])
     shown = retrievals(folder2)
@@ -257,13 +258,13 @@ def test_no_memory_retrieves_nothing_and_writes_nothing(tmp_path: Path) -> None:
         done = _run(server, tmp_path, db, config, "--no-memory", TASK)
         requests = [text(r) for r in server.requests]
     assert done["status"] == "succeeded"
-    assert not any(MEMORY_HEADING in r or "from run run-x" in r for r in requests)
+    assert not any(MEMORY_HEADING in r or 'from: run \\"run-x\\"' in r for r in requests)
     assert _rows(db) == before  # no new entry, no retrieval counted
     assert not (Path(done["trajectory_dir"]) / MEMORY_FILE).exists()
     # the same run with memory on (the default) is shown the entry and learns
     with ScriptedModelServer(script) as server:
         _run(server, tmp_path, db, config, TASK)
-        assert "from run run-x" in text(server.requests[0])
+        assert 'from: run "run-x"' in server.requests[0].read()
     assert len(_rows(db)) > len(before)
 
 
@@ -379,7 +380,7 @@ def test_bench_learning_with_two_workers_writes_from_both_and_frozen_writes_noth
         first = [text(r) for r in server.requests if "notes_" in text(r)][:1]
     assert sorted(r["score"] for r in frozen) == [1.0, 1.0]
     assert all(r["memory"]["mode"] == "frozen" and r["memory"]["retrieved"] > 0 for r in frozen)
-    assert all(MEMORY_HEADING in t and "VERIFIED" in t for t in first)
+    assert all(MEMORY_HEADING in t and "trust: VERIFIED: a check the user" in t for t in first)
     assert _rows(db) == before  # nothing learned, no retrieval counted
 
 
@@ -471,7 +472,8 @@ def test_a_subtask_verified_by_its_own_check_teaches_only_the_code_that_provably
     assert isinstance(skill.body, Skill)
     assert skill.body.code == "open('out.csv', 'w').write('total,10\\n')"
     assert skill.sha256 == code_digest(skill.body.code)
-    assert skill.provenance.verified  # its subtask's file check passed
+    # its subtask's file check passed, but the planner (a model) wrote that check
+    assert (skill.provenance.checked_by, skill.provenance.verified) == ("model-check", False)
     assert skill.provenance.task == "Write the totals of data.csv into out.csv"
     assert (skill.provenance.run_id, skill.provenance.steps) == ("run-1", (1,))
     assert "file check" in skill.body.check

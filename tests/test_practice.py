@@ -209,7 +209,8 @@ def test_a_curriculum_rejects_a_check_that_already_passes_and_learns_only_from_c
     assert ALREADY in told
     assert "already passes on the untouched desktop" in told
 
-    # done on its own desktop, and its check passed: a verified skill, byte for byte the actions
+    # done on its own desktop, and its check passed: a skill, byte for byte the actions, kept as
+    # checked by a model-written check (the model proposed the check), never as verified
     assert hello.status == "passed", hello.reason
     assert hello.verified
     assert hello.skills
@@ -219,7 +220,8 @@ def test_a_curriculum_rejects_a_check_that_already_passes_and_learns_only_from_c
     assert (hello.run_dir / "trajectory.jsonl").is_file()
     for entry_id in (*hello.skills, *hello.lessons, *hello.runs):
         entry = entries[entry_id]
-        assert entry.provenance.verified is True
+        assert entry.provenance.verified is False
+        assert entry.provenance.checked_by == "model-check"
         assert entry.provenance.run_id == hello.run_dir.name
         assert entry.provenance.task == HELLO
     skill = entries[hello.skills[0]].body

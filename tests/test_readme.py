@@ -522,16 +522,21 @@ def _practice_line(command: Command, scene: Scene) -> None:
     assert statuses == ["rejected", "passed", "failed"], out
     learned = re.search(r"^learned: skills ([\d, ]+); lessons ([\d, ]+)$", out, re.MULTILINE)
     assert learned, out
-    with MemoryStore(scene.home / ".local/share/agent-s/memory.sqlite3") as store:
+    data, key = scene.home / ".local/share/agent-s", scene.home / ".config/agent-s/memory.key"
+    with MemoryStore(data / "memory.sqlite3", key=key) as store:  # the user's file and key
         entries = {e.id: e for e in store.entries()}
     skills = [e for e in entries.values() if isinstance(e.body, Skill)]
     assert [str(e.id) for e in skills] == learned[1].split(", ")
     (skill,) = skills
-    assert (skill.provenance.verified, skill.provenance.task) == (True, hello)
+    # the model wrote the check: what it passed is kept as model-checked, never as verified
+    assert (skill.provenance.checked_by, skill.provenance.task) == ("model-check", hello)
     assert isinstance(skill.body, Skill)
     assert skill.body.actions == (f"agent.type(text='{typed}', enter=True)",)
     lessons = [entries[int(i)] for i in learned[2].split(", ")]
-    assert {e.provenance.task: e.provenance.verified for e in lessons} == {hello: True, bye: False}
+    assert {e.provenance.task: e.provenance.checked_by for e in lessons} == {
+        hello: "model-check",
+        bye: "none",
+    }
 
 
 def _script_line(command: Command, scene: Scene) -> None:

@@ -7,16 +7,22 @@
     hits = store.search("sum the column of report.csv", k=5)
 
 Every entry names where it came from (``Provenance``: the run's trajectory folder, its steps,
-the date, the model, the task, and whether the task's success was verified by a check, never by
-the model's word). A skill is only stored from a verified run, byte for byte, with the sha256 of
-its code: the hash is kept in the row and checked again on every read (``TamperedEntry``).
+the date, the model, the task, and who checked it: ``checked_by`` ``user`` - verified, a check
+the user or the evaluator gave passed; ``model-check`` - only a check a model wrote passed;
+``none``). A skill is only stored from a run whose check passed, byte for byte, with the sha256
+of its code: the hash is kept in the row and checked again on every read (``TamperedEntry``).
+Each row is sealed with an HMAC under the user's key, kept outside the file
+(``agent_s.guards.trust``): a row this key did not seal (edited in the file, imported, copied
+from elsewhere, written before sealing) reads as ``none``, whatever it says.
 
 Several processes may write at once (harness workers): the file is in WAL mode, each write is
 one short ``BEGIN IMMEDIATE`` transaction and a busy connection waits. The schema has a version
 (``PRAGMA user_version``); ``MIGRATIONS`` are applied in order on open and a file written by a
 newer agent-s is refused (``SchemaTooNew``). The store is bounded (entry count and bytes of
 entries); ``evict`` removes the least useful first: never retrieved, then unverified, then
-oldest. Nothing here leaves the machine: ``export_jsonl`` writes a file only when asked.
+oldest; the file is compacted afterwards. ``import_jsonl`` brings entries in unverified and
+never evicts to make room (``agent_s.memory.importing``). Nothing here leaves the machine:
+``export_jsonl`` writes a file only when asked.
 """
 
 from __future__ import annotations

@@ -7,11 +7,12 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_s.errors import AgentSError
+from agent_s.guards.trust import TrustLevel
 
 Kind = Literal["run", "lesson", "skill"]
 KINDS: tuple[Kind, ...] = ("run", "lesson", "skill")
@@ -35,16 +36,43 @@ _Frozen = ConfigDict(frozen=True, extra="forbid")
 
 
 class Provenance(BaseModel):
-    """Where an entry came from. ``verified`` is True only when a check confirmed the task's
-    success (a command's exit status, a benchmark's evaluator), never on the model's word."""
+    """Where an entry came from, and who checked it (``checked_by``, ``agent_s.guards.trust``):
+    ``user`` - a check the user or the harness's evaluator gave passed (a command's exit status,
+    a benchmark's evaluator); ``model-check`` - only a check a model wrote passed (a plan's
+    subtask check, a practice task's check); ``none`` - nothing checked it. ``verified`` is
+    True exactly when ``checked_by`` is ``user``; give either one."""
 
     model_config = _Frozen
     run_id: str = Field(min_length=1)  # the trajectory folder's name
     steps: tuple[int, ...] = ()
     created: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     model: str
-    verified: bool
+    verified: bool = False
+    checked_by: TrustLevel = "none"
     task: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _level(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            by, verified = data.get("checked_by"), data.get("verified")
+            if by is None:
+                data = {**data, "checked_by": "user" if verified else "none"}
+            elif verified is None:
+                data = {**data, "verified": by == "user"}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Provenance:
+        if self.verified != (self.checked_by == "user"):
+            raise ValueError(
+                "verified is true exactly when checked_by is 'user' (a check the user gave)"
+            )
+        return self
+
+    def trusted_as(self, level: TrustLevel) -> Provenance:
+        """This provenance at ``level`` (a lower one: what cannot be trusted is not)."""
+        return self.model_copy(update={"checked_by": level, "verified": level == "user"})
 
 
 class RunSummary(BaseModel):
@@ -118,6 +146,9 @@ class Entry(BaseModel):
     body: Body
     retrieved: int = 0
     sha256: str | None = None  # skills only: sha256 of the code bytes
+    # this store's key sealed the entry as it reads now (False: imported, edited in the file,
+    # or written before entries were sealed; its provenance then says "none")
+    sealed: bool = False
 
     @property
     def kind(self) -> Kind:
@@ -154,6 +185,8 @@ class Hit:
 class ImportReport:
     added: int
     skipped: int  # already in the store
+    stopped: str = ""  # why it stopped before the end of the file ("" when it read it all)
+    left: int = 0  # entries of the file not imported because it stopped
 
 
 __all__ = [

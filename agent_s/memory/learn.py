@@ -9,15 +9,18 @@ gate refused, steps that failed, code blocks that exited non-zero, plan checks t
 code agent that gave up) and what worked (the strategy that passed after a switch, the
 approach of a run that ended well).
 
-Skills come only from a verified run (``verified``: the caller's check passed - ``--check``,
-a benchmark evaluator's full score - never the model's word), or from a planned subtask whose
-own executable check passed (a file, a window or a command: ``plan.jsonl``): the exact code of
-each code-agent block that ran with exit status 0, byte for byte as the trajectory holds it,
-and only when that code hashes to the ``code_sha256`` recorded when the block was handed to
-the runner (so the stored code provably is the code that ran; a block whose text was changed
-on the way, e.g. redacted, is not stored); and for GUI work, the exact action sequence of the
-attempt that passed. Each skill names the check that passed and the run and steps it came
-from; its parameters are the literals its task and its code share (``parameters``).
+Skills come only from a run whose check passed: verified when the user wrote that check
+(``verified`` with ``check_by="user"``: ``--check``, a benchmark evaluator's full score - never
+the model's word); checked by a model-written check (``agent_s.guards.trust``), never verified,
+when a model wrote it (a practice task's check, ``check_by="model"``) or when only a planned
+subtask's own executable check passed (a file, a window or a command: ``plan.jsonl``; the
+planner wrote it). Each is the exact code of each code-agent block that ran with exit
+status 0, byte for byte as the trajectory holds it, and only when that code hashes to the
+``code_sha256`` recorded when the block was handed to the runner (so the stored code provably
+is the code that ran; a block whose text was changed on the way, e.g. redacted, is not
+stored); and for GUI work, the exact action sequence of the attempt that passed. Each skill
+names the check that passed and the run and steps it came from; its parameters are the
+literals its task and its code share (``parameters``).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent_s.actions import CallCodeAgentAction
+from agent_s.guards.trust import TrustLevel, trust_level
 from agent_s.memory.entries import Lesson, Provenance, RunSummary, Skill
 from agent_s.memory.store import MemoryStore
 from agent_s.result import RunResult, RunStatus
@@ -120,10 +124,12 @@ def _step_line(step: Step) -> str:
     return _clip(line, 240)
 
 
-def _summary(result: RunResult, run: _Run, verified: bool, check: str | None) -> RunSummary:
+def _summary(result: RunResult, run: _Run, level: TrustLevel, check: str | None) -> RunSummary:
     how = f"The run ended {result.status.value} ({result.cause}) after {result.steps} step(s)"
-    if verified:
+    if level == "user":
         proof = f"its success was verified by a check: {check}" if check else "verified"
+    elif level == "model-check":
+        proof = f"a check a model wrote passed ({check or 'its check'}); no check of the user's"
     elif result.status is RunStatus.SUCCEEDED:
         proof = "the model said it was done; no check verified it"
     else:
@@ -188,7 +194,7 @@ def _substep_lessons(lessons: _Lessons, step: Step, sub: SubStep) -> None:
         lessons.add([step.step], failed="the code agent gave up", why=sub.summary)
 
 
-def _lessons(result: RunResult, run: _Run, verified: bool, check: str | None) -> _Lessons:
+def _lessons(result: RunResult, run: _Run, level: TrustLevel, check: str | None) -> _Lessons:
     lessons = _Lessons()
     numbers = [s.step for s in run.steps]
     if result.status is not RunStatus.SUCCEEDED:
@@ -234,7 +240,11 @@ def _lessons(result: RunResult, run: _Run, verified: bool, check: str | None) ->
         after = at
     if result.status is RunStatus.SUCCEEDED:
         approach = "; ".join(s.action_text for s in run.steps if s.outcome in ("ok", "terminal"))
-        how = f"verified by {check}" if verified and check else "unverified"
+        how = {
+            "user": f"verified by {check}" if check else "verified",
+            "model-check": f"a model-written check passed: {check}",
+            "none": "unverified",
+        }[level]
         lessons.add(numbers, worked=f"this approach finished the task ({how}): {approach}")
     return lessons
 
@@ -335,22 +345,22 @@ def _action_skill(steps: Sequence[Step], description: str, check: str) -> Skill 
 
 
 def _skills(
-    result: RunResult, run: _Run, verified: bool, check: str | None
-) -> list[tuple[Skill, tuple[int, ...], str]]:
-    """(skill, its steps, the task it was verified for)."""
-    found: list[tuple[Skill, tuple[int, ...], str]] = []
-    if verified:
+    result: RunResult, run: _Run, level: TrustLevel, check: str | None
+) -> list[tuple[Skill, tuple[int, ...], str, TrustLevel]]:
+    """(skill, its steps, the task its check passed for, who wrote that check)."""
+    found: list[tuple[Skill, tuple[int, ...], str, TrustLevel]] = []
+    if level != "none":
         proof = check or "a check the caller ran"
         attempts = _passed_attempts(run, result) if result.plan else []
         by_subtask: dict[str, _Attempt] = {a.subtask: a for a in attempts}
         for step in run.steps:
             for code in _code_skills(step, result.task, proof):
-                found.append((code, (step.step,), result.task))
+                found.append((code, (step.step,), result.task, level))
         subtasks = {s.subtask for s in run.steps if s.subtask}
         if not subtasks:
             skill = _action_skill(run.steps, result.task, proof)
             if skill is not None:
-                found.append((skill, tuple(s.step for s in run.steps), result.task))
+                found.append((skill, tuple(s.step for s in run.steps), result.task, level))
         for name in sorted(subtasks):
             attempt = by_subtask.get(name)
             steps = [s for s in run.steps if s.subtask == name]
@@ -359,18 +369,19 @@ def _skills(
             description = attempt.description if attempt else name
             skill = _action_skill(steps, description, proof)
             if skill is not None:
-                found.append((skill, tuple(s.step for s in steps), result.task))
+                found.append((skill, tuple(s.step for s in steps), result.task, level))
         return found
-    # not verified as a whole: a subtask whose own executable check passed still teaches
+    # no check passed for the whole run: a subtask whose own executable check passed still
+    # teaches, but the planner (a model) wrote that check: checked by a model-written check
     for attempt in _passed_attempts(run, result) if result.plan else []:
         steps = [s for s in run.steps if s.step in attempt.steps]
         for step in steps:
             for code in _code_skills(step, attempt.description, attempt.check):
-                found.append((code, (step.step,), attempt.description))
+                found.append((code, (step.step,), attempt.description, "model-check"))
         if attempt.strategy == "gui":
             skill = _action_skill(steps, attempt.description, attempt.check)
             if skill is not None:
-                found.append((skill, attempt.steps, attempt.description))
+                found.append((skill, attempt.steps, attempt.description, "model-check"))
     return found
 
 
@@ -384,12 +395,16 @@ def learn_from_run(
     *,
     verified: bool,
     check: str | None = None,
+    check_by: Literal["user", "model"] = "user",
     model: str | None = None,
     run_id: str | None = None,
 ) -> list[int]:
     """Store what the run in ``run_dir`` (its trajectory folder) teaches: its summary and
-    lessons always, skills only when ``verified`` (see the module docstring). ``check``: the
-    check that verified it, in words (a command line, "OSWorld evaluator score 1.0");
+    lessons always, skills only when a check passed (see the module docstring). ``verified``:
+    the run's check passed; ``check``: that check, in words (a command line, "OSWorld evaluator
+    score 1.0"); ``check_by``: who wrote it - ``user`` (the user's ``--check``, a harness's
+    evaluator: stored as verified) or ``model`` (a practice task's check: stored as checked by
+    a model-written check, never as verified);
     ``model``: the model's name (default: the result's); ``run_id``: what the provenance
     calls the run (default: the folder's name). The ids stored, in order."""
     if result.status is RunStatus.PLANNED:  # a dry run executed nothing: nothing to learn
@@ -400,27 +415,31 @@ def learn_from_run(
     result = replace(
         result, task=written.task, reason=written.reason, answer=written.answer, plan=written.plan
     )
-    verified = bool(verified)
-    if verified and check is None and result.postcondition is not None:
+    passed = bool(verified)
+    level = trust_level(
+        user_check_passed=passed and check_by == "user",
+        model_check_passed=passed and check_by == "model",
+    )
+    if passed and check is None and result.postcondition is not None:
         check = result.postcondition.description
 
     def provenance(
-        steps: Iterable[int], *, task: str = result.task, proven: bool = verified
+        steps: Iterable[int], *, task: str = result.task, by: TrustLevel = level
     ) -> Provenance:
         return Provenance(
             run_id=run_id or run.run_id,
             steps=tuple(steps),
             created=run.created,
             model=run.model,
-            verified=proven,
+            checked_by=by,
             task=task,
         )
 
-    ids = [store.add(_summary(result, run, verified, check), provenance(s.step for s in run.steps))]
-    for lesson, steps in _lessons(result, run, verified, check).items:
+    ids = [store.add(_summary(result, run, level, check), provenance(s.step for s in run.steps))]
+    for lesson, steps in _lessons(result, run, level, check).items:
         ids.append(store.add(lesson, provenance(steps)))
-    for skill, steps, task in _skills(result, run, verified, check):
-        ids.append(store.add(skill, provenance(steps, task=task, proven=True)))
+    for skill, steps, task, by in _skills(result, run, level, check):
+        ids.append(store.add(skill, provenance(steps, task=task, by=by)))
     return ids
 
 

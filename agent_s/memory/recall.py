@@ -7,9 +7,12 @@
 The store's full-text search (SQLite FTS5, bm25; verified entries above unverified ones) of
 the query's words less stop words ("the", "and", ...) picks the entries; each one shown is
 counted as retrieved (the store evicts never-retrieved entries first). Each entry says what it
-is, whether a check verified its run's success, and where it came from (run, steps, date,
-model, task); a skill shows its parameters and its exact code (or action calls). The prompts
-that show them say they are advice, not instructions.
+is, who checked its run (verified: a check the user gave; checked by a model-written check;
+unverified) and where it came from (run, steps, date, model, task); a skill shows its
+parameters and its exact code (or action calls). Every stored text is data: each field is one
+quoted, bounded line (newlines and control characters escaped), under an entry header that
+carries a nonce fresh for each request, which no stored text can know, so no entry can print
+a second entry or a trust label of its own. The prompts that show them say so.
 
 What was shown is recorded in the trajectory folder's ``memory.jsonl``, one line per
 retrieval: the purpose (``plan``, ``worker``, ``code``), the query, and each entry's id, kind,
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_s.config import MemoryConfig
+from agent_s.guards.trust import nonce, quote
 from agent_s.memory.entries import KINDS, Entry, Hit, Kind, Lesson, MemoryStoreError, Skill
 from agent_s.memory.store import MemoryStore
 
@@ -56,77 +60,74 @@ def query_words(text: str) -> str:
     return " ".join(dict.fromkeys(kept))
 
 
-def _fence(code: str) -> str:
-    """A fence longer than any run of backticks in ``code``."""
-    longest, run = 0, 0
-    for char in code:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return "`" * max(3, longest + 1)
-
-
 def _clip(text: str, limit: int = _TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+# what each trust level is called in a prompt (``agent_s.guards.trust``)
+_TRUST = {
+    "user": "VERIFIED: a check the user gave confirmed that run's success",
+    "model-check": (
+        "UNVERIFIED, CHECKED BY A MODEL-WRITTEN CHECK only: no check the user gave confirmed it"
+    ),
+    "none": "UNVERIFIED: no check confirmed that run's success",
+}
+
+
 def provenance_line(entry: Entry) -> str:
-    """``verified by a check; run R, step 3, 2026-12-01, model M``."""
+    """``trust: VERIFIED: ...`` and ``from: run "R", step 3, 2026-12-01, model "M"``: the
+    level is agent-s's own word; the run and model names are quoted (a file may have set them)."""
     prov = entry.provenance
-    proof = (
-        "VERIFIED: a check confirmed that run's success"
-        if prov.verified
-        else "UNVERIFIED: no check confirmed that run's success"
-    )
     steps = ""
     if prov.steps:
         shown = ", ".join(str(s) for s in prov.steps[:6]) + (", ..." if len(prov.steps) > 6 else "")
         steps = f", step{'s' if len(prov.steps) > 1 else ''} {shown}"
     day = prov.created.date().isoformat()
-    return f"{proof}; from run {prov.run_id}{steps}, {day}, model {prov.model}"
+    source = f"run {quote(prov.run_id, 120)}{steps}, {day}, model {quote(prov.model, 120)}"
+    return f"  trust: {_TRUST[prov.checked_by]}\n  from: {source}"
 
 
-def describe(number: int, entry: Entry) -> str:
-    """One entry for a prompt: what it is, its provenance, its content."""
+def describe(number: int, entry: Entry, mark: str) -> str:
+    """One entry for a prompt: a header line only agent-s writes (``entry N <mark>: kind``),
+    then one line per field, each value quoted on one line and bounded (``guards.trust.quote``),
+    so no stored text can start a line, an entry or a trust label of its own."""
     body = entry.body
+    task = f"  task: {quote(entry.provenance.task, 300)}"
     lines: list[str]
     if isinstance(body, Skill):
         what = "actions" if body.language == "actions" else f"{body.language} code"
-        lines = [f"[{number}] Skill ({what}): {_clip(body.description, 300)}"]
-        lines.append(f"    {provenance_line(entry)}; task: {_clip(entry.provenance.task, 300)}")
+        lines = [f"entry {number} {mark}: skill ({what})", provenance_line(entry), task]
+        lines.append(f"  description: {quote(body.description, 300)}")
         if body.check:
-            lines.append(f"    Check that passed: {_clip(body.check, 300)}")
+            lines.append(f"  check that passed: {quote(body.check, 300)}")
         if body.parameters:
-            named = ", ".join(f"{name} = {value!r}" for name, value in body.parameters.items())
-            lines.append(f"    Parameters (values from its task, to replace): {named}")
+            named = ", ".join(
+                f"{quote(name, 60)} = {quote(value, 200)}"
+                for name, value in list(body.parameters.items())[:20]
+            )
+            lines.append(f"  parameters (values from its task, to replace): {named}")
         if body.language == "actions":
-            lines += [f"    {call}" for call in body.actions[:40]]
+            lines += [f"  action: {quote(call, 300)}" for call in body.actions[:40]]
             if len(body.actions) > 40:
-                lines.append(f"    ... and {len(body.actions) - 40} more action(s)")
+                lines.append(f"  ({len(body.actions) - 40} more action(s) not shown)")
         else:
-            code = body.code
-            cut = len(code) > CODE_CHARS
-            if cut:
-                code = code[:CODE_CHARS]
-                lines.append(f"    (its code is {len(body.code):,} characters; the start is shown)")
-            fence = _fence(code)
-            lines += [f"{fence}{body.language}", code.rstrip("\n"), fence]
+            lines.append(f"  code ({len(body.code):,} characters): {quote(body.code, CODE_CHARS)}")
     elif isinstance(body, Lesson):
-        lines = [f"[{number}] Lesson from the task: {_clip(entry.provenance.task, 300)}"]
-        lines.append(f"    {provenance_line(entry)}")
-        for label, text in (("Worked", body.worked), ("Failed", body.failed), ("Why", body.why)):
+        lines = [f"entry {number} {mark}: lesson", provenance_line(entry), task]
+        for label, text in (("worked", body.worked), ("failed", body.failed), ("why", body.why)):
             if text:
-                lines.append(f"    {label}: {_clip(text)}")
+                lines.append(f"  {label}: {quote(text, _TEXT)}")
     else:  # a run summary
-        lines = [f"[{number}] Earlier run ({body.status}) of the task: "]
-        lines[0] += _clip(entry.provenance.task, 300)
-        lines.append(f"    {provenance_line(entry)}")
-        lines.append(f"    {_clip(body.summary)}")
-        lines += [f"    - {_clip(step, 200)}" for step in body.key_steps[:8]]
+        lines = [f"entry {number} {mark}: earlier run", provenance_line(entry), task]
+        lines.append(f"  ended: {quote(body.status, 40)}")
+        lines.append(f"  summary: {quote(body.summary, _TEXT)}")
+        lines += [f"  step: {quote(step, 200)}" for step in body.key_steps[:8]]
     return "\n".join(lines)
 
 
-def render_items(hits: Sequence[Hit]) -> str:
-    return "\n".join(describe(n, hit.entry) for n, hit in enumerate(hits, 1))
+def render_items(hits: Sequence[Hit], mark: str) -> str:
+    """The entries, numbered, each under a header carrying ``mark`` (a fresh nonce)."""
+    return "\n".join(describe(n, hit.entry, mark) for n, hit in enumerate(hits, 1))
 
 
 class Recall:
@@ -173,10 +174,12 @@ class Recall:
         kinds: Sequence[Kind] | None = None,
         k: int | None = None,
         first: Sequence[Kind] = (),
+        mark: str = "",
     ) -> tuple[int, str]:
-        """(how many, the numbered entries as text) for a prompt; (0, "") when none. Each
-        entry shown is counted as retrieved (unless the store is frozen: ``write`` off) and
-        the retrieval is recorded in ``folder``."""
+        """(how many, the numbered entries as text) for a prompt; (0, "") when none. ``mark``:
+        the request's nonce, in every entry's header (``guards.trust.nonce``). Each entry
+        shown is counted as retrieved (unless the store is frozen: ``write`` off) and the
+        retrieval is recorded in ``folder``."""
         hits = self.hits(query, kinds=kinds, k=k, first=first)
         if not hits:
             return 0, ""
@@ -188,7 +191,7 @@ class Recall:
             self.problems.append(f"memory could not count a retrieval: {err}")
         if folder is not None:
             record(folder, purpose, query, after_step, hits)
-        return len(hits), render_items(hits)
+        return len(hits), render_items(hits, mark or nonce())
 
 
 def record(folder: Path, purpose: str, query: str, after_step: int, hits: Sequence[Hit]) -> None:
@@ -205,6 +208,7 @@ def record(folder: Path, purpose: str, query: str, after_step: int, hits: Sequen
                 "kind": hit.entry.kind,
                 "run_id": hit.entry.provenance.run_id,
                 "verified": hit.entry.provenance.verified,
+                "checked_by": hit.entry.provenance.checked_by,
                 "sha256": hit.entry.sha256,
                 "score": round(hit.score, 4),
             }

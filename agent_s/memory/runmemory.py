@@ -6,10 +6,11 @@
 
 The planner's request, the code agent's first message and (when no plan is made) the worker's
 first request get at most ``MemoryConfig.k`` entries each (``agent_s.memory.recall``), in the
-template's ``memory`` section, which says they are advice, not instructions. When a run ends
+template's ``memory`` section, which says they are data and advice, not instructions, between
+lines that carry a nonce fresh for each request (``agent_s.memory.recall``). When a run ends
 with a trajectory folder, ``learn`` stores its summary, lessons and, when its ``--check``
-passed (``RunResult.verified``), skills (``agent_s.memory.learn``). A harness that verifies
-runs itself (an evaluator's score) turns ``MemoryConfig.learn`` off and calls
+passed (``RunResult.verified``: the user's check), skills (``agent_s.memory.learn``). A
+harness that verifies runs itself (an evaluator's score) turns ``MemoryConfig.learn`` off and calls
 ``learn_from_run`` with its own verdict.
 
 A memory file that cannot be read or written never ends a run: ``problems`` says what failed.
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_s.config import MemoryConfig
+from agent_s.guards.trust import nonce
 from agent_s.memory.entries import Kind, MemoryStoreError
 from agent_s.memory.learn import learn_from_run
 from agent_s.memory.recall import Recall
@@ -36,7 +38,7 @@ class RunMemory:
     def __init__(self, store: MemoryStore, config: Callable[[], MemoryConfig]) -> None:
         self.store = store
         self._config = config
-        self.problems: list[str] = []
+        self.problems: list[str] = list(store.notices)  # e.g. entries a migration unverified
         self.learned: list[int] = []  # the ids the last run stored
 
     @property
@@ -57,6 +59,7 @@ class RunMemory:
         code agent is shown skills first, then lessons (a summary of a whole run is for the
         planner and the worker)."""
         recall = Recall(self.store, self.config)
+        mark = nonce()  # fresh for this request: no stored text can imitate its headers
         code = role == "code_agent"
         if code and kinds is None:
             kinds = ("skill", "lesson")
@@ -67,11 +70,12 @@ class RunMemory:
             after_step=after_step,
             kinds=kinds,
             first=("skill",) if code else (),
+            mark=mark,
         )
         self.problems += recall.problems
         if not count:
             return ""
-        return load_template(role).render("memory", count=count, items=items)
+        return load_template(role).render("memory", count=count, items=items, nonce=mark)
 
     def learn(self, result: RunResult) -> list[int]:
         """Store what ``result``'s run teaches (its trajectory folder is read); the ids."""

@@ -1,21 +1,17 @@
-"""The SQLite file: schema and migrations, writes, search, eviction, export and import."""
+"""The memory store: opening the SQLite file (migrations, the key), writes, search, eviction."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from agent_s.guards import files
+from agent_s.guards.trust import KeyFileError, Sealer, TrustLevel, key_path, load_key
 from agent_s.memory.entries import (
     KINDS,
     Entry,
@@ -32,62 +28,35 @@ from agent_s.memory.entries import (
     TamperedEntry,
 )
 from agent_s.memory.parameters import with_parameters
+from agent_s.memory.rows import (
+    Row,
+    StoredWorkflow,
+    Transaction,
+    check_workflow_name,
+    fingerprint,
+    level_of,
+    match_string,
+    origin_columns,
+    provenance_of,
+)
+from agent_s.memory.schema import (
+    CHECKED_AT,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SEALED_COLUMNS,
+    SEALED_FROM,
+    statements,
+)
 
 DB_ENV = "AGENT_S_MEMORY_DB"  # the memory file, if not the default
-# an unverified entry's relevance counts for this share of a verified one's
-_UNVERIFIED_WEIGHT = 0.6
-_MAX_QUERY_WORDS = 32
+# an entry's relevance counts for this share of a verified one's, by who checked it
+_WEIGHTS = {"user": 1.0, "model-check": 0.8, "none": 0.6}
+_RANK = {"user": 2, "model-check": 1, "none": 0}  # eviction keeps higher ranks longer
+_JOURNAL_LIMIT = 4_000_000  # bytes of write-ahead log kept after a checkpoint
 _BUSY_MS = 30_000
 
 
 # -- the file -----------------------------------------------------------------------------------
-
-MIGRATIONS: tuple[str, ...] = (
-    # 1: entries, their full-text index kept by triggers
-    """
-    CREATE TABLE entries (
-        id INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL CHECK (kind IN ('run', 'lesson', 'skill')),
-        task TEXT NOT NULL,
-        text TEXT NOT NULL,
-        body TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        steps TEXT NOT NULL,
-        model TEXT NOT NULL,
-        verified INTEGER NOT NULL,
-        created TEXT NOT NULL,
-        sha256 TEXT,
-        retrieved INTEGER NOT NULL DEFAULT 0,
-        size INTEGER NOT NULL,
-        fingerprint TEXT NOT NULL UNIQUE
-    );
-    CREATE INDEX entries_eviction ON entries ((retrieved > 0), verified, created, id);
-    CREATE VIRTUAL TABLE entries_fts USING fts5(
-        task, text, tokenize = 'unicode61 remove_diacritics 2'
-    );
-    CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN
-        INSERT INTO entries_fts (rowid, task, text) VALUES (new.id, new.task, new.text);
-    END;
-    CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN
-        DELETE FROM entries_fts WHERE rowid = old.id;
-    END;
-    """,
-    # 2: named workflows (agent_s.workflow): a replay script with parameters and provenance
-    """
-    CREATE TABLE workflows (
-        name TEXT PRIMARY KEY,
-        task TEXT NOT NULL,
-        body TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        steps TEXT NOT NULL,
-        model TEXT NOT NULL,
-        verified INTEGER NOT NULL,
-        created TEXT NOT NULL,
-        sha256 TEXT NOT NULL
-    );
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
@@ -101,29 +70,11 @@ def default_path(env: Mapping[str, str] | None = None) -> Path:
     return base / "agent-s" / "memory.sqlite3"
 
 
-def _fingerprint(body: BaseModel, provenance: Provenance) -> str:
-    canon = json.dumps(
-        [body.model_dump(mode="json"), provenance.model_dump(mode="json")],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(canon.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _match_string(query: str) -> str:
-    """An FTS5 MATCH string from the words of ``query``: each word quoted, joined by OR.
-    The query's own characters are never read as FTS5 syntax."""
-    words: list[str] = []
-    for word in re.findall(r"\w+", query.casefold()):
-        if word not in words:
-            words.append(word)
-    return " OR ".join(f'"{word}"' for word in words[:_MAX_QUERY_WORDS])
-
-
 class MemoryStore:
     """One SQLite memory file. Safe to use from several processes at once; one instance per
-    thread (its connection is not shared)."""
+    thread (its connection is not shared). ``key``: the file of the user's sealing key
+    (default ``agent_s.guards.trust.key_path()``, outside the database). ``notices``: what
+    opening it changed that the user should hear once (entries made unverified by a migration)."""
 
     def __init__(
         self,
@@ -131,12 +82,18 @@ class MemoryStore:
         *,
         max_entries: int = 2000,
         max_bytes: int = 20_000_000,
+        key: Path | None = None,
     ) -> None:
         if max_entries < 1 or max_bytes < 1:
             raise ValueError("max_entries and max_bytes must be at least 1")
         self.path = Path(path) if path is not None else default_path()
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.notices: list[str] = []
+        try:
+            self._sealer = Sealer(load_key(key if key is not None else key_path()))
+        except KeyFileError as error:
+            raise MemoryStoreError(str(error)) from None
         self._db = self._open()
 
     # -- opening --
@@ -158,10 +115,16 @@ class MemoryStore:
             db = sqlite3.connect(self.path, timeout=_BUSY_MS / 1000, isolation_level=None)
         except sqlite3.Error as error:
             raise MemoryStoreError(f"cannot open {self.path}: {error}; check the path") from None
+        db.create_function("agent_s_rank", 11, self._rank_sql, deterministic=True)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
+            # the write-ahead log is checkpointed and cut back at a size within the bound
+            journal = min(_JOURNAL_LIMIT, self.max_bytes)
+            db.execute(f"PRAGMA journal_size_limit = {journal}")
+            page = int(db.execute("PRAGMA page_size").fetchone()[0])
+            db.execute(f"PRAGMA wal_autocheckpoint = {max(16, journal // page)}")
             self._migrate(db)
         except sqlite3.DatabaseError as error:
             db.close()
@@ -183,14 +146,28 @@ class MemoryStore:
         try:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])  # another may have
             self._refuse_newer(version)
+            if 0 < version < SEALED_FROM:
+                self._note_unsealed(db, version)
             for number in range(version, SCHEMA_VERSION):
-                for statement in _statements(MIGRATIONS[number]):
+                for statement in statements(MIGRATIONS[number]):
                     db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _note_unsealed(self, db: sqlite3.Connection, version: int) -> None:
+        (entries,) = db.execute("SELECT count(*) FROM entries WHERE verified").fetchone()
+        flows = 0
+        if version >= 2:
+            (flows,) = db.execute("SELECT count(*) FROM workflows WHERE verified").fetchone()
+        if entries or flows:
+            self.notices.append(
+                f"{self.path}: {entries} verified entries and {flows} verified workflows were "
+                "written before agent-s sealed them with your key, so nothing shows they were "
+                "not edited: they are kept as unverified from now on"
+            )
 
     def _refuse_newer(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -209,17 +186,42 @@ class MemoryStore:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _write(self) -> _Transaction:
-        return _Transaction(self._db)
+    def _write(self) -> Transaction:
+        return Transaction(self._db)
+
+    # -- sealing --
+
+    def _entry_level(self, fields: Sequence[Any], mac: object) -> tuple[TrustLevel, bool]:
+        """(who checked it, whether this store's key sealed it): ``none`` unless sealed."""
+        if not self._sealer.holds(mac, "entry", *fields):
+            return "none", False
+        return level_of(fields[CHECKED_AT]), True
+
+    def _rank_sql(self, *row: Any) -> int:
+        """SQL ``agent_s_rank(<the sealed columns>, mac)``: 2 user, 1 model-check, 0 none."""
+        level, _ = self._entry_level(row[:-1], row[-1])
+        return _RANK[level]
 
     # -- writing --
 
     def add(self, body: RunSummary | Lesson | Skill, provenance: Provenance) -> int:
         """Store one entry; its id (the existing one's if the same entry is stored already).
-        A skill from an unverified run is refused (ValueError); a skill without parameters
-        gets them extracted from the task. Evicts afterwards if over a bound."""
+        A skill nothing checked (``checked_by`` ``none``) and an entry larger than the store's
+        byte bound are refused (ValueError); a skill without parameters gets them extracted
+        from the task. Evicts afterwards if over a bound."""
+        row = self._prepare(body, provenance)
+        if row.checked_by == "none" and row.kind == "skill":
+            raise ValueError(
+                "a skill is stored only when a check passed (the user's, or a model-written "
+                f"one, stored as such); run {provenance.run_id} is unverified"
+            )
+        if row.size > self.max_bytes:
+            raise ValueError(
+                f"an entry of {row.size:,} bytes is larger than the memory's bound of "
+                f"{self.max_bytes:,} bytes ([memory] max_bytes)"
+            )
         with self._write():
-            entry_id = self._insert(body, provenance, retrieved=0)
+            entry_id = self._insert(row, retrieved=0)
         self.evict()
         return entry_id
 
@@ -232,46 +234,38 @@ class MemoryStore:
     def add_skill(self, skill: Skill, provenance: Provenance) -> int:
         return self.add(skill, provenance)
 
-    def _insert(
-        self, body: RunSummary | Lesson | Skill, provenance: Provenance, *, retrieved: int
-    ) -> int:
+    def _prepare(self, body: RunSummary | Lesson | Skill, provenance: Provenance) -> Row:
+        """The row ``body`` becomes, sealed with the user's key."""
         sha: str | None = None
         if isinstance(body, Skill):
-            if not provenance.verified:
-                raise ValueError(
-                    "a skill is stored only from a run whose success a check verified; "
-                    f"run {provenance.run_id} is unverified"
-                )
             if not body.parameters:
                 body = with_parameters(body, provenance.task)
             sha = body.sha256
-        fingerprint = _fingerprint(body, provenance)
-        row = self._db.execute(
-            "SELECT id FROM entries WHERE fingerprint = ?", (fingerprint,)
-        ).fetchone()
-        if row is not None:
-            return int(row[0])
         body_json = body.model_dump_json()
         text = body.text()
-        size = len(body_json.encode()) + len(provenance.task.encode()) + len(text.encode())
+        # what the file keeps of it: the row (body, task, text) and the full-text table's copy
+        searched = len(provenance.task.encode()) + len(text.encode())
+        size = len(body_json.encode()) + 2 * searched
+        fields = (body.kind, provenance.task, text, body_json, *origin_columns(provenance), sha)
+        mac = self._sealer.seal("entry", *fields)
+        return Row(fields, mac, size, fingerprint(body, provenance))
+
+    def _insert(self, row: Row, *, retrieved: int) -> int:
+        found = self._db.execute(
+            "SELECT id FROM entries WHERE fingerprint = ?", (row.fingerprint,)
+        ).fetchone()
+        if found is not None:
+            return int(found[0])
         cursor = self._db.execute(
-            "INSERT INTO entries (kind, task, text, body, run_id, steps, model, verified, "
-            "created, sha256, retrieved, size, fingerprint) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO entries ({SEALED_COLUMNS}, verified, mac, retrieved, size, fingerprint) "  # noqa: S608 - constant columns
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                body.kind,
-                provenance.task,
-                text,
-                body_json,
-                provenance.run_id,
-                json.dumps(list(provenance.steps)),
-                provenance.model,
-                int(provenance.verified),
-                provenance.created.astimezone(timezone.utc).isoformat(),
-                sha,
+                *row.fields,
+                int(row.checked_by == "user"),
+                row.mac,
                 retrieved,
-                size,
-                fingerprint,
+                row.size,
+                row.fingerprint,
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -292,11 +286,13 @@ class MemoryStore:
             (before,) = self._db.execute("SELECT count(*) FROM entries").fetchone()
             self._db.executemany("DELETE FROM entries WHERE id = ?", wanted)
             (after,) = self._db.execute("SELECT count(*) FROM entries").fetchone()
+        self.compact()
         return int(before - after)
 
     def evict(self) -> int:
         """Remove the least useful entries until both bounds hold: never retrieved first, then
-        unverified, then oldest. How many were removed."""
+        unverified (then checked by a model-written check only), then oldest; the file is
+        compacted afterwards when the space freed is large. How many were removed."""
         removed = 0
         with self._write():
             count, size = self._db.execute(
@@ -305,8 +301,9 @@ class MemoryStore:
             if count <= self.max_entries and size <= self.max_bytes:
                 return 0
             rows = self._db.execute(
-                "SELECT id, size FROM entries ORDER BY (retrieved > 0), verified, created, id"
-            )
+                f"SELECT id, size FROM entries ORDER BY (retrieved > 0), "  # noqa: S608 - constant
+                f"agent_s_rank({SEALED_COLUMNS}, mac), created, id"
+            ).fetchall()
             doomed: list[tuple[int]] = []
             for entry_id, entry_size in rows:
                 if count <= self.max_entries and size <= self.max_bytes:
@@ -316,22 +313,39 @@ class MemoryStore:
                 size -= entry_size
             self._db.executemany("DELETE FROM entries WHERE id = ?", doomed)
             removed = len(doomed)
+        self.compact()
         return removed
+
+    def compact(self, *, always: bool = False) -> bool:
+        """Give the space of deleted rows back to the file system (``VACUUM``, then the
+        write-ahead log truncated) when it is over a quarter of the byte bound (or ``always``);
+        whether it did. So the file, with its log, stays under ``file_bound()``."""
+        page = int(self._db.execute("PRAGMA page_size").fetchone()[0])
+        free = int(self._db.execute("PRAGMA freelist_count").fetchone()[0])
+        if not always and free * page <= max(self.max_bytes // 4, 65_536):
+            return False
+        try:
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # another process holds the file: compacted next time
+            return False
+        return True
+
+    def file_bound(self) -> int:
+        """The bytes the file and its write-ahead log stay under: each entry is kept with its
+        search index and row (about three times its size), a quarter of the bound may be free
+        before it is compacted, the log is cut back to at most the bound, plus some pages."""
+        return 4 * self.max_bytes + 2_000_000
 
     # -- reading --
 
-    _COLUMNS = "id, body, run_id, steps, model, verified, created, task, sha256, retrieved"
+    _COLUMNS = f"id, {SEALED_COLUMNS}, mac, retrieved"
 
     def _entry(self, row: Sequence[Any]) -> Entry:
-        entry_id, body_json, run_id, steps, model, verified, created, task, sha, retrieved = row
-        provenance = Provenance(
-            run_id=run_id,
-            steps=tuple(json.loads(steps)),
-            created=datetime.fromisoformat(created),
-            model=model,
-            verified=bool(verified),
-            task=task,
-        )
+        entry_id, fields, mac, retrieved = row[0], row[1:11], row[11], row[12]
+        _, task, _, body_json, run_id, steps, model, _, created, sha = fields
+        level, sealed = self._entry_level(fields, mac)
+        provenance = provenance_of(task, run_id, steps, model, level, created)
         entry = Entry.model_validate(
             {
                 "id": entry_id,
@@ -339,6 +353,7 @@ class MemoryStore:
                 "body": json.loads(body_json),
                 "retrieved": retrieved,
                 "sha256": sha,
+                "sealed": sealed,
             }
         )
         if isinstance(entry.body, Skill) and entry.body.sha256 != sha:
@@ -379,18 +394,20 @@ class MemoryStore:
         """At most ``k`` entries relevant to ``query`` (any text: its words are searched, its
         punctuation is never FTS syntax), best first; verified entries above unverified ones
         of similar relevance."""
-        match = _match_string(query)
+        match = match_string(query)
         wanted = list(KINDS if kinds is None else kinds)
         if not match or k < 1 or not wanted:
             return []
         marks = ", ".join("?" for _ in wanted)
         columns = ", ".join(f"e.{c.strip()}" for c in self._COLUMNS.split(","))
+        weights = " ".join(f"WHEN {_RANK[lvl]} THEN {w}" for lvl, w in _WEIGHTS.items())
         rows = self._db.execute(
-            f"SELECT {columns}, bm25(entries_fts, 2.0, 1.0) * "  # noqa: S608 - placeholders
-            f"(CASE WHEN e.verified THEN 1.0 ELSE {_UNVERIFIED_WEIGHT} END) AS rank "
+            f"SELECT {columns}, bm25(entries_fts, 2.0, 1.0) * "  # noqa: S608 - constants
+            f"(CASE agent_s_rank({', '.join('e.' + c.strip() for c in SEALED_COLUMNS.split(','))}, "
+            f"e.mac) {weights} ELSE 0.6 END) AS rank "
             "FROM entries_fts JOIN entries AS e ON e.id = entries_fts.rowid "
             f"WHERE entries_fts MATCH ? AND e.kind IN ({marks}) "
-            "ORDER BY rank, e.verified DESC, e.id DESC LIMIT ?",
+            "ORDER BY rank, e.id DESC LIMIT ?",
             [match, *wanted, int(k)],
         ).fetchall()
         return [Hit(entry=self._entry(row[:-1]), score=-float(row[-1])) for row in rows]
@@ -408,21 +425,12 @@ class MemoryStore:
         self, name: str, body: str, provenance: Provenance, *, replace: bool = False
     ) -> StoredWorkflow:
         """Store the workflow ``name`` (its JSON ``body``) with its provenance and the sha256 of
-        the body; a name already taken is refused (ValueError) unless ``replace``."""
+        the body, sealed with the user's key; a name already taken is refused (ValueError)
+        unless ``replace``."""
         check_workflow_name(name)
         sha = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
-        created = provenance.created.astimezone(timezone.utc).isoformat()
-        values = (
-            name,
-            provenance.task,
-            body,
-            provenance.run_id,
-            json.dumps(list(provenance.steps)),
-            provenance.model,
-            int(provenance.verified),
-            created,
-            sha,
-        )
+        fields = (name, provenance.task, body, *origin_columns(provenance), sha)
+        mac = self._sealer.seal("workflow", *fields)
         with self._write():
             taken = self._db.execute("SELECT 1 FROM workflows WHERE name = ?", (name,)).fetchone()
             if taken and not replace:
@@ -432,29 +440,25 @@ class MemoryStore:
                 )
             self._db.execute(
                 "INSERT OR REPLACE INTO workflows (name, task, body, run_id, steps, model, "
-                "verified, created, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
+                "checked_by, created, sha256, verified, mac) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*fields, int(provenance.verified), mac),
             )
-        return StoredWorkflow(name, provenance, body, sha)
+        return StoredWorkflow(name, provenance, body, sha, sealed=True)
 
-    _WORKFLOW_COLUMNS = "name, task, body, run_id, steps, model, verified, created, sha256"
+    _WORKFLOW_COLUMNS = "name, task, body, run_id, steps, model, checked_by, created, sha256, mac"
 
     def _stored_workflow(self, row: Sequence[Any]) -> StoredWorkflow:
-        name, task, body, run_id, steps, model, verified, created, sha = row
-        provenance = Provenance(
-            run_id=run_id,
-            steps=tuple(json.loads(steps)),
-            created=datetime.fromisoformat(created),
-            model=model,
-            verified=bool(verified),
-            task=task,
-        )
+        name, task, body, run_id, steps, model, checked_by, created, sha, mac = row
+        sealed = self._sealer.holds(mac, "workflow", *row[:-1])
+        level = level_of(checked_by) if sealed else "none"
+        provenance = provenance_of(task, run_id, steps, model, level, created)
         if hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest() != sha:
             raise TamperedEntry(
                 f"workflow {name!r} does not match its stored sha256 (the file was changed "
                 f"outside agent-s); remove it with agent-s workflow forget {name}"
             )
-        return StoredWorkflow(name, provenance, body, sha)
+        return StoredWorkflow(name, provenance, body, sha, sealed=sealed)
 
     def workflow(self, name: str) -> StoredWorkflow:
         """The workflow ``name`` (KeyError if there is none; TamperedEntry if its body no
@@ -499,104 +503,47 @@ class MemoryStore:
         return len(lines)
 
     def import_jsonl(self, path: Path) -> ImportReport:
-        """Add the entries of an export. Every line is checked first (its fields, and a skill's
-        code against its sha256); one bad line refuses the whole file (ValueError naming the
-        line). Entries already stored are skipped."""
-        records: list[ExportedEntry] = []
-        with open(path, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = ExportedEntry.model_validate_json(line)
-                except ValidationError as error:
-                    problem = error.errors()[0]
-                    where = ".".join(str(p) for p in problem["loc"])
-                    raise ValueError(
-                        f"{path}:{number}: not a memory entry ({where}: {problem['msg']}); "
-                        "import only files written by agent-s memory export"
-                    ) from None
-                self._check_record(path, number, record)
-                records.append(record)
+        """Add the entries of an export, unverified, without evicting anything to make room
+        (``agent_s.memory.importing``)."""
+        from agent_s.memory.importing import import_jsonl
+
+        report = import_jsonl(self, path)
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the import's log, given back
+        return report
+
+    def add_imported(self, records: Iterable[ExportedEntry], total: int) -> ImportReport:
+        """Add entries from a file (``total`` of them), each unverified and unused, in one
+        transaction; entries already stored are skipped; stops before the first that would take
+        the store over a bound (nothing is evicted)."""
         added = skipped = 0
+        count, size = self.stats()
         with self._write():
-            for record in records:
-                before = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
-                self._insert(record.body, record.provenance, retrieved=record.retrieved)
-                after = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
-                if after > before:
-                    added += 1
-                else:
+            for done, record in enumerate(records):
+                row = self._prepare(record.body, record.provenance.trusted_as("none"))
+                taken = self._db.execute(
+                    "SELECT 1 FROM entries WHERE fingerprint = ?", (row.fingerprint,)
+                ).fetchone()
+                if taken is not None:
                     skipped += 1
-        self.evict()
+                    continue
+                if count + 1 > self.max_entries or size + row.size > self.max_bytes:
+                    return ImportReport(
+                        added=added,
+                        skipped=skipped,
+                        stopped=(
+                            f"the memory is full ({count:,} of {self.max_entries:,} entries, "
+                            f"{size:,} of {self.max_bytes:,} bytes; the next entry has "
+                            f"{row.size:,}): an import never evicts entries to make room; "
+                            "forget some (agent-s memory forget) or raise [memory] "
+                            "max_entries / max_bytes"
+                        ),
+                        left=total - done,
+                    )
+                self._insert(row, retrieved=0)
+                added += 1
+                count += 1
+                size += row.size
         return ImportReport(added=added, skipped=skipped)
-
-    @staticmethod
-    def _check_record(path: Path, number: int, record: ExportedEntry) -> None:
-        where = f"{path}:{number}"
-        if record.kind != record.body.kind:
-            raise ValueError(f"{where}: kind {record.kind!r} but a {record.body.kind} body")
-        if isinstance(record.body, Skill):
-            if record.sha256 != record.body.sha256:
-                raise ValueError(
-                    f"{where}: the skill's code does not match its sha256; the file was "
-                    "changed after export, export it again"
-                )
-            if not record.provenance.verified:
-                raise ValueError(f"{where}: a skill from an unverified run cannot be imported")
-        elif record.sha256 is not None:
-            raise ValueError(f"{where}: only a skill has a sha256")
-
-
-_WORKFLOW_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-
-
-def check_workflow_name(name: str) -> str:
-    """``name`` if it can name a workflow (letters, digits, ``_ . -``, at most 64, starting
-    with a letter or digit); ValueError naming the rule otherwise."""
-    if not _WORKFLOW_NAME.fullmatch(name):
-        raise ValueError(
-            f"{name!r} cannot name a workflow: use letters, digits, '_', '.' and '-' (at most "
-            "64, starting with a letter or digit), e.g. save-note"
-        )
-    return name
-
-
-@dataclass(frozen=True)
-class StoredWorkflow:
-    """A workflow as stored: its name, provenance, JSON body and the body's sha256."""
-
-    name: str
-    provenance: Provenance
-    body: str
-    sha256: str
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): one short write."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *_: object) -> None:
-        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
-
-
-def _statements(script: str) -> list[str]:
-    """A migration's statements, split where SQLite says one is complete (triggers hold ``;``)."""
-    out: list[str] = []
-    current = ""
-    for line in script.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            out.append(current.strip())
-            current = ""
-    if current.strip():
-        out.append(current.strip())
-    return out
 
 
 __all__ = [

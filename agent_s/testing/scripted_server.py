@@ -79,6 +79,17 @@ class RecordedRequest:
     def model(self) -> str | None:
         return self.body.get("model") if isinstance(self.body, dict) else None
 
+    def read(self) -> str:
+        """The body's text as the model reads it: every string value, JSON escapes undone,
+        one per line, in order (images' data URLs included as they are)."""
+        found: list[str] = []
+        for node in _walk(self.body):
+            found += [v for v in node.values() if isinstance(v, str)]
+            for items in node.values():
+                if isinstance(items, list):
+                    found += [v for v in items if isinstance(v, str)]
+        return "\n".join(found)
+
     def images(self) -> list[tuple[str, bytes]]:
         """Every base64 image in the body as (media type, bytes), in order, in any wire format."""
         found: list[tuple[str, bytes]] = []
