@@ -47,6 +47,7 @@ from agent_s.effects import subject_for_code
 from agent_s.errors import describe_error
 from agent_s.generation import generate
 from agent_s.grounding import Grounder, Located, Locator, NotLocated, Observation
+from agent_s.guards.content import screen_content
 from agent_s.images import EncodedImage, encode_screenshot, history_spec
 from agent_s.manager import FAILED_ATTEMPTS_BEFORE_SWITCH, Manager, PlanReport, contained_command
 from agent_s.memory import MemoryStore
@@ -450,13 +451,14 @@ class Agent:
         )
 
     def _recall(self, role: str, query: str, purpose: str) -> str:
-        """``role``'s memory section for ``query`` ("" without memory or relevant entries)."""
+        """``role``'s memory section for ``query`` ("" without memory or relevant entries),
+        framed as screen content: what earlier runs saw and wrote is content, not instructions."""
         if self.memory is None:
             return ""
         found = self.memory.section(
             role, query, purpose, folder=self.trajectory_dir, after_step=self._steps_taken
         )
-        return self._redactor.text(found)
+        return self._redactor.text(screen_content("memory", found)) if found else ""
 
     def _code_memory(self, job: str) -> str:
         return self._recall("code_agent", job, "code")
