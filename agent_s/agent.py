@@ -176,7 +176,8 @@ class Agent:
         self._marker = Marker(self._locator) if self.grounding.marks else None
         self._requests.marks = self._marker is not None
         self._marks: MarkTable | None = None  # the current step's
-        self._gate = SafetyGate(self.settings.safety, approver)
+        # the redactor's secrets are never typed outside [safety] secret_apps (agent_s.leaks)
+        self._gate = SafetyGate(self.settings.safety, approver, redactor=self._redactor)
         # the smaller copy of each screen for later requests is made while the model thinks
         self._encoder = ThreadPoolExecutor(1, thread_name_prefix="agent-s-history")
         self._actor = Actor(
@@ -301,6 +302,7 @@ class Agent:
             raise ValueError("the task is empty")
         self.reset()
         self._task = task.strip()
+        self._gate.begin(self._task)  # the web hosts the task names may be opened
         self._requests.start(today)
         if self.settings.record_dir is not None:
             self._writer = TrajectoryWriter.create(
