@@ -17,7 +17,8 @@ refuses them):
   ``mailto``, any ``scheme://``), or typing one into a terminal, a browser or a window that
   cannot be identified, is allowed only for a host the user's task names (as a URL, a domain
   or an e-mail address; a subdomain of a named domain counts; a port, when the task gives
-  one, must match) or that ``[safety] allow_hosts`` lists.
+  one, must match) or that ``[safety] allow_hosts`` lists (``"*"``: any host, the default of
+  ``agent-s bench run``, whose tasks browse on a desktop that is thrown away).
 
     watch = LeakWatch(redactor, secret_apps=("keepassxc",), allow_hosts=("example.org",))
     watch.begin("Open https://docs.python.org and find the tutorial")
@@ -142,6 +143,7 @@ class LeakWatch:
     def __post_init__(self) -> None:
         self._apps = {a.strip().lower() for a in self.secret_apps if a.strip()}
         self._allowed = {h for text in self.allow_hosts for h in hosts_named(text)}
+        self._any_host = "*" in (h.strip() for h in self.allow_hosts)  # the host rule is off
         self._named: set[Host] = set()
         self._typed: dict[int | None, str] = {}
 
@@ -204,6 +206,8 @@ class LeakWatch:
 
     def _host_risks(self, text: str, verb: str) -> list[Found]:
         found: list[Found] = []
+        if self._any_host:
+            return found
         for host in url_hosts(text):
             if not _covered(host, self._named | self._allowed):
                 name = host[0] if host[1] is None else f"{host[0]}:{host[1]}"

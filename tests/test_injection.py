@@ -211,11 +211,9 @@ def test_a_web_host_is_opened_in_auto_only_when_the_task_names_it(
     code: str, task: str, allowed: bool
 ) -> None:
     assert gate(task=task).check(judged(code)).allowed is allowed
-    assert (
-        gate(task="Summarise", allow_hosts=("evil.test", "python.org"))
-        .check(judged('agent.open("https://files.evil.test/")'))
-        .allowed
-    )
+    for hosts in (("evil.test", "python.org"), ("*",)):
+        listed = gate(task="Summarise", allow_hosts=hosts)
+        assert listed.check(judged('agent.open("https://files.evil.test/")')).allowed
 
 
 def test_a_url_typed_where_it_is_fetched_is_a_url_opened() -> None:
