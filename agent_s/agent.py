@@ -43,6 +43,7 @@ from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfi
 from agent_s.control import RunControl
 from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.monitors import monitor_to_capture
+from agent_s.desktop.ops import sends_input
 from agent_s.effects import subject_for_code
 from agent_s.errors import describe_error
 from agent_s.generation import generate
@@ -300,18 +301,26 @@ class Agent:
         the date the model is told (default: the clock's, now)."""
         if not task.strip():
             raise ValueError("the task is empty")
+        try:
+            task.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8
+            raise ValueError(
+                "the task has characters that are not valid text (lone "
+                "surrogates, from bytes that were not UTF-8): pass it as UTF-8 text"
+            ) from None
         self.reset()
         self._task = task.strip()
         self._gate.begin(self._task)  # the web hosts the task names may be opened
         self._requests.start(today)
         if self.settings.record_dir is not None:
-            self._writer = TrajectoryWriter.create(
-                self.settings.record_dir, redactor=self._redactor
-            )
-            header = run_header(
-                self._task, self._tally.started_at, self.model, self.grounding, self.settings
-            )
-            self._writer.write_run(header)
+            with self._tally.recording():
+                self._writer = TrajectoryWriter.create(
+                    self.settings.record_dir, redactor=self._redactor
+                )
+                header = run_header(
+                    self._task, self._tally.started_at, self.model, self.grounding, self.settings
+                )
+                self._writer.write_run(header)
 
     def step(
         self,
@@ -367,7 +376,8 @@ class Agent:
             self._locator.prepare(observation, sent)  # the a11y tree is read while the model thinks
             spec = history_spec(sent, same_size=self._locator.native)
             kept = self._encoder.submit(encode_screenshot, image, spec)
-        system = self._requests.system(observation, execute, sent, desktop=self._desktop_name())
+        with draft.timed("build"):
+            system = self._requests.system(observation, execute, sent, desktop=self._desktop_name())
         if self._writer is not None:
             name = f"step_{draft.step.step:03d}{_EXTENSIONS[sent.media_type]}"
             with draft.timed("record"):
@@ -395,12 +405,16 @@ class Agent:
             outcome, detail = "error", "not carried out: the user used the desktop meanwhile"
         else:
             scene = self._scene(observation, execute)
-            with self.control.acting() if self.control else contextlib.nullcontext():
+            # while the agent sends input the user's is not told from it; a wait sends none
+            inputs = sends_input(action.plan(found.points, os=scene.platform.os))
+            with self.control.acting() if self.control and inputs else contextlib.nullcontext():
                 outcome, detail = self._actor.act(action, found.points, scene, draft)
         kind: StepOutcome = "terminal" if action.is_terminal and outcome == "ok" else outcome
         detail = self._redactor.text(detail)
+        with draft.timed("encode"):  # the copy kept for later requests, made meanwhile
+            kept_image = kept.result()
         step = draft.step.ended(
-            kind, detail, usage=self._meter.total, image=sent, history_image=kept.result()
+            kind, detail, usage=self._meter.total, image=sent, history_image=kept_image
         )
         self._history.append(step)
         return step
@@ -531,7 +545,8 @@ class Agent:
         self._steps_taken += 1
         self._tally.add_step(step.seconds, step.timings)
         if self._writer is not None:
-            self._writer.write_step(step)
+            with self._tally.recording():
+                self._writer.write_step(step)
 
     # -- whole runs ------
 

@@ -12,6 +12,7 @@ The settings come from the same flags and variables ``agent-s run`` reads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -57,19 +58,33 @@ def run_checks(
     """Run every check, on the current display or inside a fresh virtual desktop; then
     ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given."""
     from agent_s.desktop.choose import choose_backend
+    from agent_s.errors import AgentSError
 
-    with _display(virtual, size) as display:
-        choice = choose_backend(os.environ)
-        checks = [_tools(choice.kind)]
-        if choice.kind is None:
-            checks.append(
-                Check("display", "fail", _no_backend(choice.reason), _no_backend_fix(choice.fix))
-            )
+    with contextlib.ExitStack() as stack:
+        try:
+            display = stack.enter_context(_display(virtual, size))
+        except AgentSError as err:  # the virtual desktop could not start: said, not raised
+            display = None
+            checks = [
+                _tools(choose_backend(os.environ).kind),
+                Check("display", "fail", f"no virtual desktop: {err}"),  # it names its fix
+                _tesseract(),
+                _code_containment(),
+            ]
         else:
-            checks.extend(_desktop_checks(display or "", choice))
-        checks.append(_tesseract())
-        checks.append(_accessibility(display))
-        checks.append(_code_containment())
+            choice = choose_backend(os.environ)
+            checks = [_tools(choice.kind)]
+            if choice.kind is None:
+                checks.append(
+                    Check(
+                        "display", "fail", _no_backend(choice.reason), _no_backend_fix(choice.fix)
+                    )
+                )
+            else:
+                checks.extend(_desktop_checks(display or "", choice))
+            checks.append(_tesseract())
+            checks.append(_accessibility(display))
+            checks.append(_code_containment())
     if providers is not None:
         checks.extend(providers())
     return DoctorReport(tuple(checks), display or "")
@@ -123,10 +138,12 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     from agent_s.desktop.choose import open_backend
     from agent_s.desktop.ops import Point
     from agent_s.desktop.wayland import WaylandBackend
-    from agent_s.errors import AgentSError
+    from agent_s.errors import AgentSError, DisplayAuthorizationError
 
     try:
         backend = open_backend()
+    except DisplayAuthorizationError as err:
+        return [Check("display", "fail", str(err), "set XAUTHORITY to the server's cookie file")]
     except AgentSError as err:
         where = "WAYLAND_DISPLAY and SWAYSOCK" if choice.kind == "wayland" else "DISPLAY"
         return [Check("display", "fail", str(err), f"check {where} and that the server runs")]

@@ -29,6 +29,10 @@ class DisplayUnavailableError(AgentSError, RuntimeError):
     """No X display can be reached (DISPLAY unset or the server is gone)."""
 
 
+class DisplayAuthorizationError(DisplayUnavailableError):
+    """The X server asks for a cookie this process does not have (or refused the one given)."""
+
+
 class DesktopSetupError(AgentSError, RuntimeError):
     """A virtual desktop or one of its programs could not be started."""
 

@@ -29,7 +29,9 @@ Problems come back as tool errors whose message names the fix, never a traceback
 
 Modules: ``mcp_models`` (what the tools take and return), ``mcp_bridge`` (a run's thread, its
 questions and progress relayed to the client; the server's state), ``mcp_tools`` (the tools that
-only look: ground, screenshot, trajectories), and here the tools' definitions.
+only look: ground, screenshot, trajectories), ``mcp_http`` (streamable HTTP on loopback, behind a
+bearer token and the Host and Origin checks of ``agent_s.guards.servers``), and here the tools'
+definitions.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ import enum
 import os
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -98,16 +99,22 @@ class PostconditionResult:
 
 @dataclass(frozen=True)
 class Timings:
-    """Where the run's time went, in seconds (model time includes retries and waits)."""
+    """Where the run's time went, in seconds (model time includes retries and waits).
+
+    The parts add up to ``total`` but for the loop's own bookkeeping (a few percent): each
+    step's timed parts, and what is written between steps (``record``)."""
 
     total: float = 0.0
-    observe: float = 0.0
+    observe: float = 0.0  # the screenshot and windows, set-of-marks, the accessibility snapshot
     encode: float = 0.0
     build: float = 0.0
     model: float = 0.0
     grounding: float = 0.0
     execute: float = 0.0
     effects: float = 0.0  # seeing what actions did, ``open``'s wait for its window included
+    settle: float = 0.0  # after an action, waiting for the screen and the program to be still
+    code: float = 0.0  # the code agent's turns (its model calls are in ``model`` too)
+    record: float = 0.0  # the trajectory: screenshots, steps and the run's header
 
     def __add__(self, other: Timings) -> Timings:
         return Timings(*(a + b for a, b in zip(_values(self), _values(other), strict=True)))
@@ -115,10 +122,12 @@ class Timings:
     @classmethod
     def of_step(cls, seconds: float, parts: Mapping[str, float]) -> Timings:
         """One step's timings: its length and the time of its parts ("model", ...)."""
-        names = ("observe", "encode", "build", "model", "grounding", "execute")
+        names = ("encode", "build", "model", "grounding", "execute", "settle", "record")
         timed = {name: parts.get(name, 0.0) for name in names}
+        observe = sum(parts.get(name, 0.0) for name in ("observe", "marks", "a11y"))
         effects = parts.get("effects", 0.0) + parts.get("open", 0.0)
-        return cls(total=seconds, effects=effects, **timed)
+        code = parts.get("code", 0.0)
+        return cls(total=seconds, observe=observe, effects=effects, code=code, **timed)
 
     def rounded(self) -> Timings:
         return Timings(*(round(value, 3) for value in _values(self)))
@@ -282,6 +291,16 @@ class Tally:
 
     def add_step(self, seconds: float, parts: Mapping[str, float]) -> None:
         self.timings = self.timings + Timings.of_step(seconds, parts)
+
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        """Time what is written outside a step (its trajectory line, the run's header)."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            spent = time.monotonic() - start
+            self.timings = replace(self.timings, record=self.timings.record + spent)
 
     def result(
         self,

@@ -177,6 +177,7 @@ def run(
     model_timeout: options.ModelTimeout = None,
     plan: options.Plan = None,
     max_replans: options.MaxReplans = None,
+    subtask_steps: options.SubtaskSteps = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Step limit per task (env AGENT_S_MAX_STEPS).")
     ] = None,
@@ -251,8 +252,8 @@ def run(
         Path | None,
         typer.Option(
             metavar="PATH",
-            help="The memory file for --memory frozen or learning (default: [memory] path, "
-            "else AGENT_S_MEMORY_DB, else the one agent-s run uses).",
+            help="The memory file for --memory frozen or learning (default: AGENT_S_MEMORY_DB, "
+            "else [memory] path, else the one agent-s run uses).",
         ),
     ] = None,
 ) -> None:
@@ -273,6 +274,12 @@ def run(
         if memory_db is not None and memory not in ("frozen", "learning"):
             raise ValueError("--memory-db names the store of --memory frozen or learning")
         loaded = load_suite(suite, index=index)
+        unknown = [name for name in domain or () if name not in loaded.index]
+        if unknown:  # else the run would print an empty table and pass
+            raise ValueError(
+                f"--domain {', '.join(unknown)}: the suite {loaded.name} has no such domain; "
+                f"its domains: {', '.join(loaded.index)}"
+            )
         settings = None
         if policy == "agent":  # fail before any desktop starts: no model, no key
             problem = sandbox_problem()
@@ -286,6 +293,7 @@ def run(
                 "--max-steps": max_steps,
                 "--plan": plan,
                 "--max-replans": max_replans,
+                "--subtask-steps": subtask_steps,
                 "--safety": safety,
                 "--code-sandbox": code_sandbox,
                 "--code-agent": code_agent,

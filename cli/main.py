@@ -39,6 +39,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: see agent_s.cli.helptext
     cls=Group,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command, as users expect
 )
 
 _MARKS = {"ok": "[green]  ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
@@ -155,6 +156,12 @@ app.add_typer(workflow_app, name="workflow")
 
 
 def main() -> None:
+    undecodable = options.undecodable_inputs(sys.argv[1:], os.environ)
+    if undecodable is not None:  # before anything starts: it would fail wherever it is written
+        output.console(stderr=True).print(
+            f"error: {undecodable}", markup=False, highlight=False, soft_wrap=True
+        )
+        raise SystemExit(2)
     if options.hide_api_key(sys.argv, os.environ):  # first: the key leaves the command line
         output.console(stderr=True).print(
             options.KEY_WARNING, markup=False, highlight=False, soft_wrap=True

@@ -27,6 +27,37 @@ _FIX = (
 )
 
 
+UTF8_FIX = (
+    "agent-s takes text in UTF-8: write it in UTF-8 (a terminal whose locale is not UTF-8 "
+    "sends other bytes; `locale` shows it, `export LANG=C.UTF-8` sets one)"
+)
+
+
+def not_utf8(text: str) -> str | None:
+    """The bytes of ``text`` as Python shows them when some are not UTF-8, else None.
+
+    Python keeps undecodable bytes of the command line, the environment and (in a non-UTF-8
+    locale) stdin as lone surrogates, which fail later, wherever the text is written out."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return repr(text.encode("utf-8", "surrogateescape"))
+    return None
+
+
+def undecodable_inputs(argv: Sequence[str], environ: MutableMapping[str, str]) -> str | None:
+    """A one-line error naming the first argument or AGENT_S_* variable that is not UTF-8."""
+    for number, arg in enumerate(argv, start=1):
+        shown = not_utf8(arg)
+        if shown is not None:
+            return f"argument {number} ({shown}) has bytes that are not UTF-8; {UTF8_FIX}"
+    for name, value in sorted(environ.items()):
+        shown = not_utf8(name) or (not_utf8(value) if name.startswith("AGENT_S_") else None)
+        if shown is not None and name.startswith("AGENT_S_"):
+            return f"the variable {name} ({shown}) has bytes that are not UTF-8; {UTF8_FIX}"
+    return None
+
+
 def _read_key_file(path: str | None) -> str | None:
     """``--api-key-file``'s callback: the first line of the file, stripped."""
     if path is None:
@@ -108,6 +139,13 @@ Plan = Annotated[
 MaxReplans = Annotated[
     int | None,
     typer.Option(help="Replans allowed in a planned run (default 2; env AGENT_S_MAX_REPLANS)."),
+]
+SubtaskSteps = Annotated[
+    int | None,
+    typer.Option(
+        help="Steps each subtask of a planned run may take (default 15; env "
+        "AGENT_S_SUBTASK_STEPS)."
+    ),
 ]
 Memory = Annotated[
     bool | None,

@@ -39,7 +39,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -166,6 +166,49 @@ def _writable_folder(folder: Path) -> None:
         raise ValueError(f"--record {folder} is not writable: give a writable folder")
 
 
+TASK_ECHO = 300  # characters of the task shown on its line; the model gets it whole
+LONG_TASK = 4_000  # a task longer than this is said to cost that much in every request
+
+
+def _shown_task(text: str) -> str:
+    """The task for its terminal line: whole if short, else its start and its length."""
+    if len(text) <= TASK_ECHO:
+        return text
+    return f"{text[:TASK_ECHO]}... ({len(text):,} characters in all)"
+
+
+def _long_task_note(text: str) -> str:
+    tokens = len(text) // 4  # about four characters a token in English
+    return (
+        f"the task is {len(text):,} characters long: it goes whole into every request (about "
+        f"{tokens:,} tokens a step); --max-cost and AGENT_S_MAX_TOKENS bound what a run spends"
+    )
+
+
+def _unwritable_places(places: Sequence[tuple[Path, str]]) -> str | None:
+    """One error naming every folder of ``places`` (folder, what it holds and how to move it)
+    that cannot be made or written, when several cannot: an unwritable HOME takes one fix,
+    not three met one after another."""
+    bad = []
+    for folder, what in places:
+        folder = folder.expanduser()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            usable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+        except OSError:
+            usable = False
+        if not usable:
+            bad.append(f"{folder} ({what})")
+    if len(bad) < 2:  # none, or one: its own check (below, or where it is opened) says why
+        return None
+    home = Path.home()
+    under_home = "" if os.access(home, os.W_OK) else f"HOME ({home}) is not writable: "
+    return (
+        f"{under_home}cannot write {', '.join(bad)}; nothing was started. Make HOME writable, "
+        "or set each to a writable place"
+    )
+
+
 def _check_argv(check: str | None) -> tuple[str, ...] | None:
     """``--check``'s command, split as a shell would (no shell runs it)."""
     if check is None:
@@ -189,11 +232,18 @@ def _tasks(task: str | None, err: Console) -> Iterator[str]:
         return
     given = 0
     while True:
+        asked: str | None
         try:
             asked = output.ask_line(err, "Task (empty line to quit): ")
         except EOFError:
             err.print()  # end the prompt's line
             asked = ""
+        except UnicodeDecodeError:  # stdin read as UTF-8 got other bytes
+            asked = None
+        if asked is None or options.not_utf8(asked) is not None:  # ask again, nothing done
+            message = f"that task has bytes that are not UTF-8, nothing done; {options.UTF8_FIX}"
+            err.print(message, markup=False, highlight=False, soft_wrap=True)
+            continue
         if not asked.strip():
             if not given:
                 err.print(
@@ -354,6 +404,7 @@ def run(
     monitor: options.Monitor = None,
     plan: options.Plan = None,
     max_replans: options.MaxReplans = None,
+    subtask_steps: options.SubtaskSteps = None,
     memory: options.Memory = None,
     dry_run: Annotated[
         bool,
@@ -452,6 +503,7 @@ def run(
                 "--monitor": monitor,
                 "--plan": plan,
                 "--max-replans": max_replans,
+                "--subtask-steps": subtask_steps,
                 "--safety": safety,
                 "--code-sandbox": code_sandbox,
                 "--code-timeout": code_timeout,
@@ -484,6 +536,18 @@ def run(
         control = RunControl(waiter=terminal_waiter(sys.stdin, sys.stderr) if guard else None)
         if guard:
             control.subscribe(terminal_indicator(sys.stderr))
+        from agent_s.lifecycle import state_dir
+        from agent_s.memory import default_path as default_memory_path
+
+        places = [(state_dir(), "what running agents own: AGENT_S_STATE_DIR")]
+        if settings.record_dir is not None:
+            places.append((Path(settings.record_dir), "trajectories: --record, AGENT_S_RECORD_DIR"))
+        if resolved.memory.enabled and not dry_run:
+            db = resolved.memory.path or default_memory_path()
+            places.append((Path(db).expanduser().parent, "memory: AGENT_S_MEMORY_DB, --no-memory"))
+        problem = _unwritable_places(places)
+        if problem is not None:
+            raise ValueError(problem)
         if settings.record_dir is not None:
             _writable_folder(Path(settings.record_dir))
         argv = _check_argv(check)
@@ -546,10 +610,12 @@ def run(
                 agent.on_plan = _both(agent.on_plan, live.on_plan)
             for text in _tasks(task, err):
                 err.print(
-                    f"[bold]task:[/] {_safe(text)}  [dim]({_safe(model_config.model)}, "
-                    f"grounding {grounding.mode})[/]",
+                    f"[bold]task:[/] {_safe(_shown_task(text))}  [dim]"
+                    f"({_safe(model_config.model)}, grounding {grounding.mode})[/]",
                     highlight=False,
                 )
+                if len(text) > LONG_TASK:
+                    _note(err, _long_task_note(text))
                 postcondition = CommandCheck(argv, env=env) if argv else None
                 result = agent.run(text, postcondition=postcondition)
                 if live is not None:

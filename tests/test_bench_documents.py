@@ -158,7 +158,8 @@ def test_compare_pptx_files_modify_height_needs_shape_off(tmp_path: Path) -> Non
     picture.width = Cm(3)  # only the width differs: height is what the task asks for
     wider = tmp_path / "wider.pptx"
     prs.save(str(wider))
-    assert compare_pptx_files(str(wider), gold, examine_modify_height=True) == 0.0
+    # a picture holds no text: the plain shape check skips it, modify_height sees its height
+    assert compare_pptx_files(str(wider), gold, examine_modify_height=True) == 1.0
     assert (
         compare_pptx_files(str(wider), gold, examine_modify_height=True, examine_shape=False) == 1.0
     )
@@ -167,6 +168,22 @@ def test_compare_pptx_files_modify_height_needs_shape_off(tmp_path: Path) -> Non
     assert (
         compare_pptx_files(str(wider), gold, examine_modify_height=True, examine_shape=False) == 0.0
     )
+
+    def labelled_freeform(path: Path, width_cm: float) -> str:
+        deck = Presentation()
+        slide = deck.slides.add_slide(deck.slide_layouts[6])
+        builder = slide.shapes.build_freeform(Cm(2), Cm(2))
+        builder.add_line_segments([(Cm(2 + width_cm), Cm(2)), (Cm(2), Cm(4))])
+        builder.convert_to_shape().text_frame.text = "Arrow"
+        deck.save(str(path))
+        return str(path)
+
+    # a freeform with text is still size-checked first: modify_height needs examine_shape off
+    shape_gold = labelled_freeform(tmp_path / "free_gold.pptx", 4)
+    stretched = labelled_freeform(tmp_path / "stretched.pptx", 6)
+    assert compare_pptx_files(stretched, shape_gold, examine_modify_height=True) == 0.0
+    options = {"examine_modify_height": True, "examine_shape": False}
+    assert compare_pptx_files(stretched, shape_gold, **options) == 1.0
 
 
 # -- Word and PDF -----------------------------------------------------------------------------

@@ -265,8 +265,8 @@ def _help_blocks(text: str) -> dict[str, str]:
     current = None
     for line in text.splitlines():
         stripped = line.strip()
-        if line.startswith("  --") and not line.startswith("   "):
-            current = stripped.split()[0]
+        if line.startswith("  -") and not line.startswith("   "):  # "--name" or "-h, --help"
+            current = next(w.rstrip(",") for w in stripped.split() if w.startswith("--"))
             blocks[current] = [stripped]
         elif current and line.startswith("    ") and stripped:
             blocks[current].append(stripped)
@@ -304,7 +304,7 @@ def test_every_help_shows_flags_as_flags_and_whole_variable_names(columns: str) 
         assert "\x1b[" not in done.stdout, shown
         assert max(len(line) for line in done.stdout.splitlines()) <= int(columns), shown
         blocks = _help_blocks(done.stdout)
-        assert blocks["--help"] == "--help Show this message and exit.", shown
+        assert blocks["--help"] == "-h, --help Show this message and exit.", shown
         for variable in re.findall(r"AGENT_S_[A-Z0-9_]*(?![A-Z0-9_*])", done.stdout):
             assert variable in variables, f"{variable} is cut or unknown in {shown}"
         command = root
@@ -519,3 +519,106 @@ def test_ground_reads_the_grounding_settings_and_names_a_bad_image(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert (found["grounder"], found["point"]) == ("native", [10, 20])
+
+
+# -- input that is not UTF-8, a HOME that cannot be written: one line, never a traceback -----
+
+
+def test_a_task_or_a_variable_that_is_not_utf8_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    task = os.fsdecode(b"compute caf\xe9")  # as Python hands such a command-line argument over
+    with ScriptedModelServer([]) as server:  # strict: a request would fail the test
+        done = _agent_s(
+            ["run", *_model(tmp_path, server.openai_base_url), "--virtual", task], _CLEAN
+        )
+        assert done.returncode == 2, done.stderr
+        (line,) = _lines(done.stderr)
+        assert "b'compute caf\\xe9'" in line
+        assert "not UTF-8" in line
+        assert "LANG=C.UTF-8" in line
+        assert "virtual desktop" not in done.stderr  # refused before the desktop started
+        env = {**_CLEAN, "AGENT_S_MODEL": os.fsdecode(b"m\xe9")}
+        done = _agent_s(["run", *_model(tmp_path, server.openai_base_url), "x"], env)
+        assert done.returncode == 2
+        (line,) = _lines(done.stderr)
+        assert line.startswith("error: the variable AGENT_S_MODEL (b'm\\xe9')")
+
+
+def test_a_task_typed_at_the_prompt_that_is_not_utf8_is_asked_again(tmp_path: Path) -> None:
+    with ScriptedModelServer([]) as server:
+        done = subprocess.run(
+            [AGENT_S, "run", *_model(tmp_path, server.openai_base_url), "--virtual"],
+            env={**_CLEAN, "LANG": "C.UTF-8"},
+            input=b"caf\xe9\n\n",
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr
+    assert done.returncode == 0, stderr
+    assert "that task has bytes that are not UTF-8, nothing done" in stderr
+    assert stderr.count("Task (empty line to quit):") == 2  # asked again, then the empty line
+
+
+def _as_nobody(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", AGENT_S, *args]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs agent-s as another user: needs root")
+def test_a_home_that_cannot_be_written_takes_one_fix(tmp_path: Path) -> None:
+    env = {
+        k: v for k, v in _CLEAN.items() if not k.startswith("XDG_") and k != "PYTEST_XDIST_WORKER"
+    }
+    env["HOME"] = "/nonexistent"  # nobody's HOME: it cannot be made
+    env["AGENT_S_COMPATIBLE_API_KEY"] = "sk-first-hour-SECRET"
+    with ScriptedModelServer([]) as server:
+        model = [*_MODEL[:-1], "--base-url", server.openai_base_url]
+        done = _as_nobody(["run", *model, "--virtual", "--safety", "auto", "x"], env)
+    assert done.returncode == 2, done.stderr
+    (line,) = _lines(done.stderr)
+    assert "HOME (/nonexistent) is not writable" in line
+    for variable in ("AGENT_S_STATE_DIR", "AGENT_S_RECORD_DIR", "AGENT_S_MEMORY_DB"):
+        assert variable in line
+    done = _as_nobody(["doctor", "--virtual", "--json"], env)
+    assert done.returncode == 1
+    display = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["display"]
+    assert display["status"] == "fail"
+    assert "AGENT_S_STATE_DIR" in display["detail"]
+
+
+def test_a_long_task_is_shown_short_and_said_to_go_whole_into_each_request(
+    tmp_path: Path,
+) -> None:
+    task = "type the following text: " + "lorem ipsum " * 1_000  # 12,025 characters
+    with ScriptedModelServer([reply(act('agent.done(answer="ok")'))]) as server:
+        done = _agent_s(
+            ["run", *_model(tmp_path, server.openai_base_url), "--virtual", "--safety", "auto"]
+            + ["--plan", "off", "--record", str(tmp_path / "runs"), task],
+            _CLEAN,
+            timeout=120,
+        )
+        sent = json.dumps(server.requests[0].body)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())  # lines wrap at the terminal's width
+    assert "lorem ipsum... (12,025 characters in all)" in said
+    assert said.count("lorem ipsum") < 30  # not echoed whole
+    assert "12,025 characters long: it goes whole into every request" in said
+    assert sent.count("lorem ipsum") >= 1_000  # the model still gets all of it
+
+
+def test_h_is_help_and_an_unknown_domain_is_a_usage_error(tmp_path: Path) -> None:
+    for command in (["run"], ["bench", "run"], ["memory", "list"], []):
+        done = _agent_s([*command, "-h"], _CLEAN)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"Usage: agent-s {' '.join(command)}".rstrip())
+    done = _agent_s(
+        ["bench", "run", "smoke", "--domain", "nosuch", "--results", str(tmp_path / "r")], _CLEAN
+    )
+    assert done.returncode == 2
+    assert "--domain nosuch: the suite smoke has no such domain" in " ".join(done.stderr.split())
+    assert not (tmp_path / "r").exists()

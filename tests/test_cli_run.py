@@ -203,3 +203,27 @@ def test_prompts_read_each_piped_line_while_the_pipe_stays_open() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_json_timings_cover_every_part_of_the_run(tmp_path: Path) -> None:
+    """The buckets (settle and the recording included) add up to the total within 5%."""
+    script = [reply(act('agent.hotkey(["escape"])'))] * 3
+    script += [reply(act("agent.wait(0.5)")), reply(act('agent.done(answer="ok")'))]
+    with ScriptedModelServer(script) as server:
+        args = [*_cli(server, tmp_path), "--virtual", "--safety", "auto", "--plan", "off"]
+        done = subprocess.run(
+            [AGENT_S, *args, "--json", "press escape three times"],
+            env=_CLEAN,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    timings = json.loads(done.stdout)["timings"]
+    assert timings["settle"] > 0  # each key waited for a still screen
+    assert timings["record"] > 0
+    parts = sum(seconds for name, seconds in timings.items() if name != "total")
+    assert abs(timings["total"] - parts) <= 0.05 * timings["total"], timings
+    on_disk = json.loads((next(tmp_path.glob("run-*")) / "result.json").read_text())
+    assert on_disk["timings"] == timings

@@ -276,7 +276,8 @@ def test_the_page_needs_its_token(screen: Any, chromium: DevTools) -> None:
             assert control.state == "running"
             # input is refused unless the user has taken over
             status = page.evaluate(
-                f"fetch('/input?token={view.token}', {{method: 'POST', "
+                f"fetch('/input?token={view.token}', {{method: 'POST', headers: "
+                "{'Content-Type': 'application/json'}, "
                 "body: JSON.stringify({kind: 'click', x: 5, y: 5})}).then(r => r.status)"
             )
             assert status == 409
@@ -468,6 +469,40 @@ def test_moving_the_pointer_pauses_the_run_before_its_next_action(
     assert steps[0].outcome == "ok"
     assert steps[1].executed == ()
     assert "not carried out" in steps[1].detail
+
+
+def test_moving_the_pointer_during_a_wait_pauses_the_run(
+    desktop: Any, x11: Any, tmp_path: Path
+) -> None:
+    """A wait sends no input, so the user's input during one is theirs: the run pauses, and
+    the model is not asked again until it is resumed."""
+    control = RunControl()
+    strict = Strict(control)
+    waiting = threading.Event()
+
+    def script(request: RecordedRequest) -> Step:
+        strict.check(request)
+        if request.index == 1:
+            waiting.set()
+            return reply(act("agent.wait(2)"))
+        return reply(act("agent.done()"))
+
+    with ScriptedModelServer(script) as server, InputGuard(control, env=desktop.env) as guard:
+        agent = _agent(server, x11, tmp_path, control)
+        thread, results = _in_thread(lambda: agent.run("Wait a little"))
+        assert waiting.wait(60)
+        time.sleep(0.5 + GRACE)  # inside the 2 s wait, past the guard's grace after a request
+        subprocess.run(["xdotool", "mousemove_relative", "60", "60"], env=desktop.env, check=True)
+        wait_until(lambda: control.state == "paused", 5, "paused during the wait")
+        assert control.reason == "you moved the mouse"
+        time.sleep(2.5)  # the wait is over: the run stays paused, the model is not asked
+        assert len(server.requests) == 1
+        control.resume()
+        thread.join(60)
+    (result,) = results
+    assert strict.violations == []
+    assert guard.noticed == ["you moved the mouse"]
+    assert result.status is RunStatus.SUCCEEDED, result
 
 
 # -- the command line ----------------------------------------------------------------------------

@@ -23,8 +23,8 @@ import mcp_types as types
 import psutil
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from PIL import Image
+from test_mcp_auth import http_session
 
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
@@ -374,6 +374,9 @@ def test_streamable_http_serves_on_loopback_only(tmp_path: Path, desktop: Any) -
         found = re.search(r"(http://127\.0\.0\.1:(\d+)/mcp)", line)
         assert found, line
         url, port = found.group(1), int(found.group(2))
+        said = re.search(r"Authorization: Bearer ([\w-]+)", proc.stderr.readline())
+        assert said, "the token is printed on stderr"
+        token = said.group(1)
         listening = [
             c.laddr
             for c in psutil.Process(proc.pid).net_connections("inet")
@@ -384,11 +387,7 @@ def test_streamable_http_serves_on_loopback_only(tmp_path: Path, desktop: Any) -
         assert {addr.port for addr in listening} == {port}
 
         async def main() -> tuple[set[str], types.CallToolResult]:
-            async with (
-                streamable_http_client(url) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
+            async with http_session(url, f"Bearer {token}") as session:
                 names = {t.name for t in (await session.list_tools()).tools}
                 shot: types.CallToolResult = await session.call_tool("screenshot", {})
                 return names, shot
@@ -413,9 +412,10 @@ def test_streamable_http_serves_on_loopback_only(tmp_path: Path, desktop: Any) -
 def _readme_config() -> dict[str, Any]:
     text = README.read_text()
     section = text.split("### MCP", 1)[1].split("\n#", 1)[0]
-    (body,) = re.findall(r"^```json\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
-    config: dict[str, Any] = json.loads(body)
-    return config
+    bodies = re.findall(r"^```json\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    # the stdio one (a command to start); the HTTP one is tests/test_mcp_auth.py's
+    (config,) = [c for c in map(json.loads, bodies) if "command" in c["mcpServers"]["agent-s"]]
+    return dict(config)
 
 
 def test_the_readme_client_configuration_starts_the_server_it_describes(

@@ -157,20 +157,30 @@ def get_cache_file(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
     return str(path) if path.is_file() else None
 
 
+def _vm_command(
+    ctx: GetterContext, config: Mapping[str, Any]
+) -> subprocess.CompletedProcess[str] | None:
+    """The finished command of a ``vm_command_*`` getter; ``None`` when its program cannot be
+    started (OSWorld's VM server answers an error there, and its getter gives ``None``: never
+    a ``FileNotFoundError``, which its evaluator would score as a missing file)."""
+    try:
+        return run_task_command(
+            ctx, config["command"], shell=bool(config.get("shell", False)), timeout=COMMAND_TIMEOUT
+        )
+    except OSError:
+        return None
+
+
 def get_vm_command_line(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
     """The standard output of a command run on the desktop."""
-    done = run_task_command(
-        ctx, config["command"], shell=bool(config.get("shell", False)), timeout=COMMAND_TIMEOUT
-    )
-    return done.stdout
+    done = _vm_command(ctx, config)
+    return None if done is None else done.stdout
 
 
 def get_vm_command_error(ctx: GetterContext, config: Mapping[str, Any]) -> str | None:
     """The standard error of a command run on the desktop."""
-    done = run_task_command(
-        ctx, config["command"], shell=bool(config.get("shell", False)), timeout=COMMAND_TIMEOUT
-    )
-    return done.stderr
+    done = _vm_command(ctx, config)
+    return None if done is None else done.stderr
 
 
 def get_rule(ctx: GetterContext, config: Mapping[str, Any]) -> Any:

@@ -11,10 +11,19 @@ non-empty ``expected`` spec (even when its getter found nothing, ``None``); for 
 when that func's getter gave something. An empty spec (``"expected": {}``) is no spec.
 
 A getter that needs the file cache raises ``NeedsFileCache``: the task is skipped, not scored.
-A getter or metric that raises ends the evaluation at once, as in OSWorld (where the
-exception leaves the task without a result, to be run again): the ``Score`` carries the
-error (``Score.error``, value 0 but not a verdict) and the harness records the task as an
-error, never as the agent's 0, even under "or" where a later func might have passed.
+
+A *result* getter that raises ``FileNotFoundError`` is what OSWorld's ``evaluate`` catches:
+a single func, or a func of an "and" list, then scores 0 (a verdict: the file the agent
+should have made is not there). Under "or" OSWorld goes on to the func's metric with the
+result it last read: the previous func's, so a later func is scored on that; at the first
+func there is none, OSWorld's metric call fails and the task is not scored.
+
+Any other getter or metric that raises (an ``expected`` getter's or a metric's
+``FileNotFoundError`` too, which OSWorld does not catch) ends the evaluation at once, as in
+OSWorld (where the exception leaves the task without a result, to be run again): the
+``Score`` carries the error (``Score.error``, value 0 but not a verdict) and the harness
+records the task as an error, never as the agent's 0, even under "or" where a later func
+might have passed.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from agent_s.bench.metrics import call_metric
 from agent_s.bench.tasks import SetupStep, Task
 
 LastAction = Literal["DONE", "FAIL", "WAIT", "OTHER"] | None
+_NOT_READ = object()  # no result getter has given a value yet
 
 
 @dataclass(frozen=True)
@@ -93,15 +103,25 @@ def evaluate(
     if last_action == "FAIL":
         return Score(0.0, (), "the agent ended with fail on a feasible task")
     parts: list[FuncScore] = []
+    result: Any = _NOT_READ  # OSWorld's result state, kept from one func to the next
     for i, func in enumerate(ev.funcs):
+        reused = ""
         try:
-            result = _get(ctx, ev.results[i])
+            try:
+                result = _get(ctx, ev.results[i])
+            except FileNotFoundError as err:
+                if not ev.is_list or ev.conj == "and":
+                    parts.append(FuncScore(func, 0.0, f"no file: {err}"[:300]))
+                    return Score(0.0, tuple(parts), "the result getter found no file: 0")
+                if result is _NOT_READ:
+                    raise  # "or" at the first func: OSWorld has no result to give the metric
+                reused = "(the previous func's result) "
             expected = _get(ctx, ev.expected[i])
             # OSWorld: a single func gets ``expected`` whenever its spec is there, a func of a
             # list only when the getter gave something
             given = expected is not None if ev.is_list else bool(ev.expected[i])
             value = call_metric(func, result, expected, dict(ev.options[i]), pass_expected=given)
-            parts.append(FuncScore(func, value, _short(result)))
+            parts.append(FuncScore(func, value, reused + _short(result)))
         except NeedsFileCache:
             raise  # the task is skipped, not scored
         except Exception as err:  # any error of a getter or metric: unscored, as in OSWorld

@@ -7,6 +7,7 @@ the live path and the rendered path cannot drift apart. Coordinates are screen c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,3 +105,11 @@ class Activate:
 
 
 Op = MoveTo | Click | Drag | Scroll | Hotkey | HoldAndPress | TypeText | Sleep | Open | Activate
+_INPUT = (MoveTo, Click, Drag, Scroll, Hotkey, HoldAndPress, TypeText)
+
+
+def sends_input(plan: Sequence[Op]) -> bool:
+    """Whether carrying out ``plan`` moves the pointer or presses a button or a key: input a
+    watch for the user's own input must not take for theirs. A ``Sleep``, an ``Open`` or an
+    ``Activate`` sends none, so during a wait the user's input still pauses the run."""
+    return any(isinstance(op, _INPUT) for op in plan)

@@ -54,6 +54,7 @@ from agent_s.desktop.virtual import temporary_environ
 from agent_s.errors import (
     ActionExecutionError,
     DesktopSetupError,
+    DisplayAuthorizationError,
     DisplayUnavailableError,
     WindowNotFoundError,
 )
@@ -90,19 +91,82 @@ def _display_key(name: str) -> tuple[str, str]:
     return host, rest.split(".", 1)[0]
 
 
-def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
+def cookie_file(xauthority: str | None) -> str:
+    """The cookie file to hand python-xlib, found as libX11 (and so xdpyinfo) finds it.
+
+    ``xauthority`` (the XAUTHORITY variable), else ``~/.Xauthority``; a file that does not exist,
+    cannot be read or is empty holds no cookie, so the connection is tried without one, as
+    libX11 does for a server started without ``-auth``. python-xlib instead refuses to connect
+    when that file is missing (and prints a warning on stdout when it is empty), hence a cookie
+    file of ours in its place that names no display (``_no_cookie_file``).
+    """
+    path = xauthority or os.path.join(os.path.expanduser("~"), ".Xauthority")
     try:
-        with temporary_environ(XAUTHORITY=xauthority) if xauthority else contextlib.nullcontext():
+        with open(path, "rb") as cookies:
+            if cookies.read(1):
+                return path
+    except OSError:
+        pass
+    return _no_cookie_file()
+
+
+_NO_COOKIE: list[str] = []  # the path of the one file below, made once per process
+
+
+def _no_cookie_file() -> str:
+    """A cookie file whose one entry matches no display: python-xlib then sends no cookie.
+
+    It lives in memory (memfd, read through /proc/self/fd), so nothing is written to disk and
+    no other process can plant or change it; without memfd, the empty ``os.devnull``.
+    """
+    if not _NO_COOKIE:
+        path = os.devnull
+        if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+            fd = os.memfd_create("agent-s-no-cookie", os.MFD_CLOEXEC)
+            # family FamilyLocal (256), address, display "none", scheme, a zero cookie
+            fields = [b"agent-s:no-cookie", b"none", b"MIT-MAGIC-COOKIE-1", bytes(16)]
+            record = (256).to_bytes(2, "big") + b"".join(
+                len(f).to_bytes(2, "big") + f for f in fields
+            )
+            os.write(fd, record)
+            path = f"/proc/self/fd/{fd}"
+        _NO_COOKIE.append(path)
+    return _NO_COOKIE[0]
+
+
+def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
+    cookies = cookie_file(xauthority)
+    try:
+        with temporary_environ(XAUTHORITY=cookies):
             return Xlib.display.Display(display)
-    except Xlib.error.XauthError as err:  # a missing or unreadable XAUTHORITY file
+    except Xlib.error.XauthError as err:  # a cookie file that cannot be parsed
         raise DisplayUnavailableError(
             f"cannot reach the X display {display!r}: {err}; set XAUTHORITY to its cookie file"
         ) from err
+    except Xlib.error.DisplayConnectionError as err:
+        said = str(err).lower()
+        if any(word in said for word in ("authoriz", "authenticat", "cookie")):
+            looked = f"{xauthority!r} (XAUTHORITY)" if xauthority else "~/.Xauthority"
+            where = (
+                f"none was found: {looked} cannot be read"
+                if cookies == _no_cookie_file()
+                else f"the cookies in {cookies} were not accepted"
+            )
+            raise DisplayAuthorizationError(
+                f"the X display {display!r} asks for a cookie and {where}: set XAUTHORITY to "
+                "the cookie file of that server (the one it was started with -auth, or the "
+                "session's own), or run `agent-s run --virtual` for a display of its own"
+            ) from err
+        raise _unreachable(display, err) from err
     except (Xlib.error.DisplayError, Xlib.error.ConnectionClosedError, OSError) as err:
-        raise DisplayUnavailableError(
-            f"cannot reach the X display {display!r}: {err}. Is the X server running, and are "
-            "DISPLAY and XAUTHORITY right? (agent-s can start its own: `agent-s run --virtual`)"
-        ) from err
+        raise _unreachable(display, err) from err
+
+
+def _unreachable(display: str, err: Exception) -> DisplayUnavailableError:
+    return DisplayUnavailableError(
+        f"cannot reach the X display {display!r}: {err}. Is the X server running, and are "
+        "DISPLAY and XAUTHORITY right? (agent-s can start its own: `agent-s run --virtual`)"
+    )
 
 
 def _bind_pyautogui(display: str, xauthority: str | None) -> ModuleType:
@@ -112,7 +176,8 @@ def _bind_pyautogui(display: str, xauthority: str | None) -> ModuleType:
         if xauthority:
             os.environ["XAUTHORITY"] = xauthority
     try:
-        import pyautogui
+        with temporary_environ(XAUTHORITY=cookie_file(xauthority)):
+            import pyautogui
     except Exception as err:  # Xlib raises several kinds while connecting at import time
         raise DisplayUnavailableError(f"pyautogui cannot use display {display!r}: {err}") from err
     x11_module = getattr(pyautogui, "platformModule", None)

@@ -19,16 +19,19 @@ the ``RunControl`` (``/control``).
 
 Why frames from the backend and not VNC: nothing beyond this package runs (no x11vnc or
 websockify to start, watch and end on every exit path), it works offline, on the X11 and the
-Wayland virtual desktops alike, and every request is checked here: the token (403 without it)
-and the Host header (a page elsewhere cannot reach the view through DNS rebinding).
+Wayland virtual desktops alike, and every request passes the servers' lock
+(``agent_s.guards.servers``) here: the token (403 without it), the Host header (a page elsewhere
+cannot reach the view through DNS rebinding), the Origin header (a page elsewhere that learnt the
+token still cannot pause, take over, type or stop: 403) and, on every POST, a JSON body (a form
+or ``text/plain`` post, which a page elsewhere can send without asking first, gets 415; the
+page's own script sends ``application/json``).
 """
 
 from __future__ import annotations
 
-import hmac
 import io
 import json
-import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -41,6 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from agent_s.control import ControlEvent, RunControl
 from agent_s.desktop.base import DesktopBackend
+from agent_s.guards.servers import Door, loopback_address, new_token
 from agent_s.view.inputs import InputError, apply_input
 from agent_s.view.planlog import PlanLog
 
@@ -90,6 +94,10 @@ class _Server(ThreadingHTTPServer):
     server_address: tuple[str, int]
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.0"
@@ -113,7 +121,7 @@ class LiveView:
     ) -> None:
         self.control = control
         self.screen = screen
-        self.token = secrets.token_urlsafe(24)
+        self.token = new_token()
         self._screen_lock = threading.Lock()  # one capture or input at a time
         self._frame: tuple[float, bytes] | None = None
         self._origin, self._scale = (0, 0), 1.0  # the last frame's: image pixel -> screen point
@@ -121,8 +129,11 @@ class LiveView:
         self._cond = threading.Condition()
         self._closing = False
         self._behind = 0  # open event streams that have not yet sent every event
-        self._server = _Server((host, port), _Handler)
+        address = loopback_address(host, "LiveView host")
+        self._server = (_Server6 if ":" in address else _Server)((address, port), _Handler)
         self._server.view = self
+        self._door = Door(self.token, self.port, address)
+        self._address = f"[{address}]" if ":" in address else address
         self._thread: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._plan = PlanLog(self.publish)
@@ -135,7 +146,7 @@ class LiveView:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}/?token={self.token}"
+        return f"http://{self._address}:{self.port}/?token={self.token}"
 
     def start(self) -> LiveView:
         self._unsubscribe = self.control.subscribe(self._on_control)
@@ -239,18 +250,17 @@ class LiveView:
 
     # -- requests ------
 
-    def _allowed(self, handler: _Handler, query: dict[str, list[str]]) -> bool:
-        host = handler.headers.get("Host", "")
-        if host not in (f"{HOST}:{self.port}", f"localhost:{self.port}"):
-            return False
-        given = query.get("token", [""])[0]
-        return hmac.compare_digest(given.encode(), self.token.encode())
-
     def _serve(self, handler: _Handler, method: str) -> None:
         parts = urlsplit(handler.path)
-        query = parse_qs(parts.query)
-        if not self._allowed(handler, query):
-            self._reply(handler, HTTPStatus.FORBIDDEN, b"forbidden: open the URL with its token")
+        given = parse_qs(parts.query).get("token", [""])[0]
+        refusal = self._door.check(method, handler.headers.items(), given)
+        if refusal is not None:
+            if refusal.kind in ("host", "token"):
+                self._reply(
+                    handler, HTTPStatus.FORBIDDEN, b"forbidden: open the URL with its token"
+                )
+            else:
+                self._reply(handler, HTTPStatus(refusal.status), refusal.reason.encode())
             return
         route = (method, parts.path)
         try:

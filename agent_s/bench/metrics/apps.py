@@ -85,6 +85,9 @@ def is_expected_tabs(open_tabs: Any, rule: Mapping[str, Any], **_: Any) -> float
     (``open_tabs``: ``[{"title", "url"}, ...]``). No tabs, or another type, scores 0."""
     if not open_tabs or rule["type"] != "url":
         return 0.0
+    # Deliberately not OSWorld's: it reads tab["url"] and raises on a tab given as a plain
+    # URL string (the task unscored). Its getter, and ours, give {"title", "url"} records,
+    # so no real task has such tabs; a plain string is read as that tab's URL.
     actual = [_url_of(tab) for tab in open_tabs]
     return 1.0 if _lists_match(rule["urls"], actual, compare_urls) else 0.0
 
@@ -114,6 +117,10 @@ def check_config_status(config_path: Any, rule: Mapping[str, Any], **_: Any) -> 
     if not (isinstance(key, str) or (isinstance(key, list) and len(key) == 2)):
         raise NotImplementedError(f"check_config_status does not know key {key!r}")
     for line in lines:
+        # Deliberately not OSWorld's: it skips only "#" lines and lines that are exactly a
+        # newline, so a line of spaces (or a bare "()") makes its items[0] raise and leaves
+        # the task unscored. GIMP writes no such line, and it says nothing about any key:
+        # we skip it.
         if line.startswith("#") or not line.strip():
             continue
         items = line.strip().lstrip("(").rstrip(")").split()
@@ -140,6 +147,9 @@ def read_prefs(path: Any) -> dict[str, Any] | None:
         try:
             prefs[match.group("key")] = json.loads(match.group("val"))
         except json.JSONDecodeError:
+            # Deliberately not OSWorld's: its json.loads raises here and leaves the task
+            # unscored. Thunderbird writes only JSON literals as values, so no real prefs.js
+            # has such a line; we skip it (that pref counts as unset).
             continue
     return prefs
 

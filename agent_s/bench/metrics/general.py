@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 
-def _read(path: Any) -> str | None:
+def _read(path: Any, errors: str = "replace") -> str | None:
     if not path:
         return None
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        return Path(path).read_text(encoding="utf-8", errors=errors)
     except OSError:
         return None
 
@@ -128,7 +128,11 @@ def check_direct_json_object(result: Any, rules: Mapping[str, Any], **_: Any) ->
 def compare_text_file(actual: Any, expected: Any, **options: Any) -> float:
     """Two text files equal (``ignore_blanks``: runs of whitespace are one space;
     ``ignore_case``)."""
-    text1, text2 = _read(actual), _read(expected)
+    # Deliberately not OSWorld's: it reads both files as UTF-8 and raises on other bytes, so
+    # two identical Latin-1 files leave its task unscored. No real task's file is in another
+    # encoding, and a crash is no verdict: bytes that are not UTF-8 are kept as they are
+    # (surrogateescape), so identical files score 1 and files differing there still differ.
+    text1, text2 = _read(actual, "surrogateescape"), _read(expected, "surrogateescape")
     if text1 is None or text2 is None:
         return 0.0
     if options.get("ignore_blanks", False):

@@ -7,26 +7,32 @@ unless noted):
 - the number of slides (``number_of_slides``); per slide the background colour
   (``background_color``), the notes (``note``), and always the number of shapes;
 - per shape, geometry: left, top, width and height each *approximately* equal, within
-  ``approximately_tolerance`` (default 0.005) of the larger value (``shape``); off by default:
+  ``approximately_tolerance`` (default 0.005) of the larger value (``shape``), skipped when
+  neither shape holds text (pictures, tables, groups, empty or blank boxes); off by default:
   ``image_size`` (pictures' width and height only), ``modify_height`` (only the height of
   shapes without text and of freeforms; needs ``examine_shape: false`` to matter, since the
   plain check comes first) and OSWorld's task-specific position checks
   ``title_bottom_position``, ``table_bottom_position``, ``right_position``,
-  ``top_position``, ``shape_for_shift_size`` (their constants are OSWorld's);
-- tables: the same size, and per cell the same number of paragraphs and of runs, with the
-  same colour (``color_rgb``), bold, italic and underline; cell *text* is not compared;
+  ``top_position``, ``shape_for_shift_size`` (their constants are OSWorld's; none of these
+  skips the shapes without text);
+- tables: the same size, and per cell the same number of paragraphs and of runs
+  (``run_count``), with the same colour (``color_rgb``), bold, italic and underline; cell
+  *text* is not compared;
 - text shapes: the text (``text``), always the same number of paragraphs, per paragraph the
-  alignment (``alignment``; unset is left), the text, the level (``indent``), always the
-  same number of runs, and per run the font name, size, bold, italic (unset is not bold /
-  not italic), colour (when both have an RGB colour), underline (unset vs. off is equal),
-  strike-through, and the slide's bullets (``bullets``: level, character and text of every
-  non-blank paragraph; unset level is level 0; bullet colours are not compared);
+  alignment (``alignment``; unset is left), the text, the level (``indent``; levels 0 and 1
+  are equal), the number of runs (``run_count``), and per run, pairing runs in order (the
+  shorter list ends the pairs), the font name, size, bold, italic (unset is not bold / not
+  italic), colour (when both have an RGB colour), underline (unset vs. off is equal),
+  strike-through, and the slide's bullets (``bullets``: the character and text of every
+  non-blank paragraph, and its level where a bullet character is shown, an unset level
+  being level 0; bullet colours are never compared). A paragraph whose text is blank on
+  both sides counts only its runs with text;
 - finally every text shape on the slide, group members included: with ``alignment`` on and
   as many on both sides, each one's text, number of paragraphs and alignments; with a
   different count, 0.
 
-Options OSWorld does not read (``examine_shape_lenient_height``, ``examine_run_count``,
-keys starting with ``_``, ...) are ignored, as there. A missing or unreadable file scores 0.
+Options OSWorld does not read (``examine_shape_lenient_height``, ``enable_debug``, keys
+starting with ``_``, ...) are ignored, as there. A missing or unreadable file scores 0.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 
 _PICTURE, _FREEFORM, _TABLE = 13, 5, 19  # MSO_SHAPE_TYPE values
 _SOLID, _BACKGROUND = 1, 5  # MSO_FILL values
+_NO_BULLET = "No Bullet"
 _BOOL_OPTIONS = {
     "number_of_slides": True,
     "shape": True,
@@ -49,6 +56,7 @@ _BOOL_OPTIONS = {
     "font_underline": True,
     "strike_through": True,
     "alignment": True,
+    "run_count": True,
     "bullets": True,
     "background_color": True,
     "note": True,
@@ -106,19 +114,21 @@ def _notes(slide: Any) -> str:
     return frame.text.strip() if frame is not None else ""
 
 
-def _bullets(slide: Any) -> list[tuple[Any, ...]] | None:
+def _bullets(slide: Any) -> list[tuple[str, str, str]] | None:
     """(level, bullet character, text) of every non-blank paragraph of the slide's XML;
-    ``None`` when a text element is empty (OSWorld then skips the bullet check)."""
+    ``None`` when a text element is empty (OSWorld then skips the bullet check). Bullet
+    colours are not read: OSWorld no longer compares them."""
     from pptx.oxml.ns import qn
 
     found = []
     for p in slide.element.iter(qn("a:p")):
         ppr = p.find(qn("a:pPr"))
-        level, char = "No Level", "No Bullet"
+        level, char = "No Level", _NO_BULLET
         if ppr is not None:
-            level = ppr.get("lvl") or "0"  # an unset level is level 0
+            lvl = ppr.get("lvl")
+            level = "0" if lvl is None else str(lvl)  # an unset level is level 0
             bu = ppr.find(qn("a:buChar"))
-            char = bu.get("char") if bu is not None else char
+            char = str(bu.get("char")) if bu is not None else char
         texts = [t.text for t in p.iter(qn("a:t"))]
         if any(t is None for t in texts):
             return None  # OSWorld's join fails on an empty <a:t/> and skips the check
@@ -128,8 +138,40 @@ def _bullets(slide: Any) -> list[tuple[Any, ...]] | None:
     return found
 
 
+def _same_bullets(b1: list[tuple[str, str, str]], b2: list[tuple[str, str, str]]) -> bool:
+    """The same paragraphs with the same bullet characters; the levels only where a bullet
+    is shown (without one, a level differs in the XML while the slide looks the same)."""
+    if len(b1) != len(b2):
+        return False
+    for (level1, char1, text1), (level2, char2, text2) in zip(b1, b2, strict=True):
+        if text1 != text2 or char1 != char2:
+            return False
+        if char1 != _NO_BULLET and level1 != level2:
+            return False
+    return True
+
+
 def _has_text(shape: Any) -> bool:
     return hasattr(shape, "text")
+
+
+def _blank(shape: Any) -> bool:
+    """The shape holds no text: none at all (a picture, a table, a group) or only spaces."""
+    return not str(getattr(shape, "text", None) or "").strip()
+
+
+def _runs(p1: Any, p2: Any) -> tuple[list[Any], list[Any]]:
+    """The runs of two paragraphs to compare: all of them, or, when both paragraphs are
+    blank, only the runs with text (an empty run left by an edit is no run)."""
+    runs1, runs2 = list(p1.runs), list(p2.runs)
+    if not p1.text.strip() and not p2.text.strip():
+        return [r for r in runs1 if r.text.strip()], [r for r in runs2 if r.text.strip()]
+    return runs1, runs2
+
+
+def _same_level(level1: int, level2: int) -> bool:
+    """Paragraph levels 0 and 1 are equal (the same continuation indent, different XML)."""
+    return level1 == level2 or (level1 in (0, 1) and level2 in (0, 1))
 
 
 def _text_shapes(shapes: Any) -> list[Any]:
@@ -223,7 +265,7 @@ class _Comparison:
                 and s1.text == s2.text
                 and s1.text == "Elaborate on what you want to discuss."
             )
-        if e["shape"]:
+        if e["shape"] and not (_blank(s1) and _blank(s2)):
             self.check(self.same_box(s1, s2))
         if e["image_size"]:
             if s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
@@ -246,14 +288,20 @@ class _Comparison:
                 paras2 = t2.cell(i, j).text_frame.paragraphs
                 self.check(len(paras1) == len(paras2))
                 for p1, p2 in zip(paras1, paras2, strict=True):
-                    self.check(len(p1.runs) == len(p2.runs))
-                    for r1, r2 in zip(p1.runs, p2.runs, strict=True):
+                    for r1, r2 in self.paired_runs(p1, p2):
                         f1, f2 = r1.font, r2.font
                         if self.examine["color_rgb"] and _has_rgb(f1.color) and _has_rgb(f2.color):
                             self.check(f1.color.rgb == f2.color.rgb)
                         self.check(_same_flag(f1.bold, f2.bold))
                         self.check(_same_flag(f1.italic, f2.italic))
                         self.underline(f1.underline, f2.underline)
+
+    def paired_runs(self, p1: Any, p2: Any) -> list[tuple[Any, Any]]:
+        """The runs compared pairwise; their counts differ only with ``run_count`` off."""
+        runs1, runs2 = _runs(p1, p2)
+        if self.examine["run_count"]:
+            self.check(len(runs1) == len(runs2))
+        return list(zip(runs1, runs2, strict=False))
 
     def underline(self, u1: Any, u2: Any) -> None:
         """Different underlines fail when both are set, or when one is unset and the other
@@ -274,19 +322,18 @@ class _Comparison:
                 self.check(_align(p1) == _align(p2))
             if e["text"]:
                 self.check(p1.text == p2.text)
-            # python-pptx adds an empty <a:pPr> to a paragraph whose level is read, and the
-            # bullets below are read from the slide as it is then: OSWorld reads the level
-            # whatever examine_indent says, so a paragraph without properties that was
-            # visited has bullet level "0" from here on, one not yet visited "No Level"
-            same_level = p1.level == p2.level
+            # OSWorld reads both levels whatever examine_indent says (python-pptx then adds an
+            # empty <a:pPr> to a paragraph without one; the bullets are read from the slide as
+            # the comparison leaves it, and such a paragraph shows no bullet, so its level is
+            # not compared there)
+            level1, level2 = p1.level, p2.level
             if e["indent"]:
-                self.check(same_level)
-            self.check(len(p1.runs) == len(p2.runs))
-            for r1, r2 in zip(p1.runs, p2.runs, strict=True):
+                self.check(_same_level(level1, level2))
+            for r1, r2 in self.paired_runs(p1, p2):
                 self.run(r1.font, r2.font)
                 if e["bullets"]:
                     b1, b2 = _bullets(slide1), _bullets(slide2)
-                    self.check(b1 is None or b2 is None or b1 == b2)
+                    self.check(b1 is None or b2 is None or _same_bullets(b1, b2))
 
     def run(self, f1: Any, f2: Any) -> None:
         e = self.examine

@@ -146,6 +146,8 @@
     events.close();
   });
 
+  // JSON bodies only: the server refuses text/plain and form posts, the kinds a page of another
+  // origin could send without a CORS preflight
   async function post(path, body) {
     const reply = await fetch(url(path), {
       method: "POST",

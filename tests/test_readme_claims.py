@@ -1,0 +1,211 @@
+"""Every line of the README is true: its flags, its variables and its sample outputs.
+
+``tests/test_readme.py`` runs the README's fenced examples; this module holds the prose to
+account as well:
+
+- every ``--flag`` the README names anywhere is an option of some ``agent-s`` command (read from
+  the command tree itself, the one ``--help`` prints), or of a tool named here with the reason;
+  in an inline ``agent-s CMD ...`` span, each flag is an option of that very command;
+- every ``AGENT_S_*`` variable the code reads or names in a message is in the README (but for
+  the few agent-s sets for its own child processes, listed here), and every setting's variable
+  stands in the README's settings table beside its flag and key;
+- the sample outputs of ``agent-s doctor`` and ``agent-s bench check`` are what the commands
+  print: each sample line is a line of the real output, in order, numbers aside.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from agent_s.cli.main import app
+from agent_s.settings import SETTINGS
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+AGENT_S = str(Path(sys.executable).with_name("agent-s"))
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+_VARIABLE = re.compile(r"(?<![\w])AGENT_S_[A-Z0-9_]*[A-Z0-9]")
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+
+# Flags the README names of other programs, each with where it belongs.
+OTHER_TOOLS = {
+    "--dev": "scripts/setup.sh's own option (tests/test_readme.py checks it there)",
+    "--listmonitors": "xrandr's, named to say where monitors are read from",
+    "--no-deps": "pip's, in the line that installs Agent S3 for the side-by-side benchmark",
+}
+# Variables agent-s sets for processes of its own; no user sets them.
+INTERNAL = {
+    "AGENT_S_BENCH_API_KEY": "the model key handed to a harness worker, never on its command line",
+    "AGENT_S_PRACTICE_API_KEY": "the model key handed to a practice worker",
+    "AGENT_S_BENCH_LIFELINE": "the pipe a harness worker watches to end with its parent",
+    "AGENT_S_VIEW_TASK": "which task's desktop bench run --view shows, for its workers",
+    "AGENT_S_VIRTUAL_DESKTOP": "the mark on a virtual desktop's processes, for clean-up",
+}
+
+
+def _walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _walk(sub, (*path, name))
+
+
+@functools.cache
+def _commands() -> dict[tuple[str, ...], frozenset[str]]:
+    """Each command path (``("bench", "run")``) and its options, as --help lists them."""
+    found = {}
+    for path, command in _walk(typer.main.get_command(app)):
+        names = set()
+        for param in command.params:
+            names.update(param.opts)
+            names.update(getattr(param, "secondary_opts", ()))
+        found[path] = frozenset(n for n in names if n.startswith("--"))
+    return found
+
+
+def _readme_line(offset: int) -> str:
+    number = README.count("\n", 0, offset) + 1
+    return f"README.md:{number}: {README.splitlines()[number - 1].strip()}"
+
+
+def test_every_flag_the_readme_names_is_an_option_of_agent_s() -> None:
+    every = set().union(*_commands().values())
+    unknown = [
+        _readme_line(found.start())
+        for found in _FLAG.finditer(README)
+        if found.group() not in every and found.group() not in OTHER_TOOLS
+    ]
+    assert not unknown, "flags that no agent-s command has:\n" + "\n".join(unknown)
+
+
+def _inline_commands() -> Iterator[tuple[int, list[str]]]:
+    """Each ``agent-s ...`` in backticks in the prose: (offset, its words)."""
+    prose = _BLOCK.sub(lambda block: " " * len(block.group()), README)  # blocks: test_readme
+    for span in re.finditer(r"`([^`\n]*)`", prose):
+        words = span.group(1).split()
+        if "agent-s" in words:
+            yield span.start(), words[words.index("agent-s") + 1 :]
+
+
+def test_each_agent_s_command_in_the_prose_has_the_flags_it_is_shown_with() -> None:
+    commands = _commands()
+    wrong = []
+    for offset, words in _inline_commands():
+        path: tuple[str, ...] = ()
+        for word in words:
+            if (*path, word) not in commands:
+                break
+            path = (*path, word)
+        flags = [w.split("=", 1)[0] for w in words if _FLAG.fullmatch(w.split("=", 1)[0])]
+        wrong += [f"{_readme_line(offset)}: {f}" for f in flags if f not in commands[path]]
+    assert not wrong, "flags shown with a command that does not have them:\n" + "\n".join(wrong)
+
+
+def _named_in_the_code() -> set[str]:
+    names = set()
+    for folder in ("agent_s", "cli", "grounding"):
+        for source in (ROOT / folder).rglob("*.py"):
+            names.update(_VARIABLE.findall(source.read_text()))
+    return names
+
+
+def test_every_variable_the_code_names_is_in_the_readme() -> None:
+    named = _named_in_the_code()
+    missing = sorted(name for name in named - set(INTERNAL) if name not in README)
+    assert not missing, f"variables agent-s reads or names that the README does not: {missing}"
+    assert set(INTERNAL) <= named, "an internal variable is gone: drop it from INTERNAL"
+
+
+def test_every_setting_is_in_the_readmes_table_with_its_flag_and_variable() -> None:
+    rows = {line for line in README.splitlines() if line.startswith("| `[")}
+    for (table, key), (flag, variable) in SETTINGS.items():
+        cells = [
+            f"`[{table}] {key}`",
+            f"`{flag}`" if flag else "",
+            f"`{variable}`" if variable else "",
+        ]
+        row = re.sub(r"\|  \|", "| |", "| " + " | ".join(cells) + " |")
+        assert row in rows, f"the README's settings table has no row {row}"
+
+
+# -- sample outputs -----------------------------------------------------------------------------
+
+
+def _samples_after(marker: str) -> list[str]:
+    """The lines of the first ``text`` block after the prose ``marker``."""
+    start = README.index(marker)
+    block = _BLOCK.search(README, start)
+    assert block is not None
+    assert block.group(1) == "text"
+    return block.group(2).splitlines()
+
+
+def _shape(line: str) -> str:
+    """A line with runs of spaces folded and numbers, timings and displays set aside."""
+    line = re.sub(r"\d+", "0", line.strip())
+    return re.sub(r"\s+", " ", line)
+
+
+def assert_printed(sample: list[str], printed: str) -> None:
+    """Each sample line is a line of ``printed``, in order; a sample line ending in ``(...)``
+    or ``...`` stands for a line that starts so."""
+    real = [_shape(line) for line in printed.splitlines() if line.strip()]
+    at = 0
+    for line in sample:
+        want = _shape(line)
+        if not want:
+            continue
+        prefix = want.endswith("(...)") or want.endswith("...")
+        want = want.removesuffix("(...)").removesuffix("...").rstrip()
+        while at < len(real) and not (real[at].startswith(want) if prefix else real[at] == want):
+            at += 1
+        assert at < len(real), f"the README shows {line.strip()!r}; the command printed:\n{printed}"
+        at += 1
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+    for key in ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(key, None)
+    return {**env, "COLUMNS": "120", "NO_COLOR": "1"}
+
+
+def test_the_bench_check_sample_is_what_it_prints() -> None:
+    done = subprocess.run(
+        [AGENT_S, "bench", "check", "smoke"],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert_printed(_samples_after("`bench check` says, per domain"), done.stdout)
+
+
+@pytest.mark.desktop
+def test_the_doctor_sample_is_what_it_prints() -> None:
+    done = subprocess.run(
+        [AGENT_S, "doctor", "--virtual"],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert_printed(_samples_after("`agent-s doctor` checks this machine"), done.stdout)
+
+
+def test_a_sample_line_that_was_not_printed_fails() -> None:
+    with pytest.raises(AssertionError, match="the README shows"):
+        assert_printed(["  ok  tools   xdotool is installed"], "  ok  tools   xclip is installed")
+    assert_printed(["  ok  capture   1280x800 in 28 ms"], "  ok  capture   1024x768 in 9 ms\n")
