@@ -14,11 +14,13 @@ refuses them):
   caught too. Allowed only in windows of ``[safety] secret_apps`` (an application's class or
   a window's title). A launch (``open``) or a block of code that holds a secret counts too.
 - **a web host the task does not name.** Opening a URL (``http``, ``https``, ``ftp``,
-  ``mailto``, any ``scheme://``), or typing one into a terminal, a browser or a window that
-  cannot be identified, is allowed only for a host the user's task names (as a URL, a domain
-  or an e-mail address; a subdomain of a named domain counts; a port, when the task gives
-  one, must match) or that ``[safety] allow_hosts`` lists (``"*"``: any host, the default of
-  ``agent-s bench run``, whose tasks browse on a desktop that is thrown away).
+  ``mailto``, any ``scheme://``), typing one into a terminal or a window that cannot be
+  identified, typing any address (a bare domain, an IP address, an e-mail address) into a
+  browser, or into a terminal in a line that runs a network command (``curl``, ``wget``,
+  ``nc``, ``ssh``, ``mail``, ...), is allowed only for a host the user's task names (as a
+  URL, a domain or an e-mail address; a subdomain of a named domain counts; a port, when the
+  task gives one, must match) or that ``[safety] allow_hosts`` lists (``"*"``: any host,
+  the default of ``agent-s bench run``, whose tasks browse on a desktop thrown away).
 
     watch = LeakWatch(redactor, secret_apps=("keepassxc",), allow_hosts=("example.org",))
     watch.begin("Open https://docs.python.org and find the tutorial")
@@ -59,6 +61,13 @@ _MAILTO = re.compile(r"\bmailto:([^\s?\"'<>]+)", re.IGNORECASE)
 _DOMAIN = re.compile(
     r"(?<![\w.@-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24}|"
     r"\d{1,3}(?:\.\d{1,3}){3}|localhost)(?::(\d{1,5}))?(?![\w-])",
+    re.IGNORECASE,
+)
+#: Commands that reach a host named bare (``curl evil.test``, ``nc 203.0.113.9 80``, ``mail
+#: x@evil.test``): typed into a terminal with one of them, every host-like word is an address.
+_NETWORK_TOOL = re.compile(
+    r"\b(?:curl|wget|nc|ncat|netcat|socat|ssh|scp|sftp|rsync|ftp|lftp|telnet|aria2c|http|xh|"
+    r"mail|mailx|sendmail|mutt|msmtp|git)\b",
     re.IGNORECASE,
 )
 _EMAIL = re.compile(r"[\w.+-]+@([\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
@@ -171,7 +180,10 @@ class LeakWatch:
                     "an application allowed for secrets ([safety] secret_apps)",
                 )
             )
-        if url_opens or window is None or is_browser(window.app):
+        browser = window is not None and is_browser(window.app)
+        if browser or ((url_opens or window is None) and _NETWORK_TOOL.search(chars)):
+            found += self._host_risks(chars, "types an address of", hosts_named(chars))
+        elif url_opens or window is None:
             found += self._host_risks(chars, "types a URL for")
         return found
 
@@ -204,11 +216,12 @@ class LeakWatch:
         names = {app, PurePath(app).name, window.title.strip().lower()}
         return bool(names & self._apps)
 
-    def _host_risks(self, text: str, verb: str) -> list[Found]:
+    def _host_risks(self, text: str, verb: str, hosts: Iterable[Host] | None = None) -> list[Found]:
+        """A risk per host in ``text``'s URLs (``hosts``: these instead) the task did not name."""
         found: list[Found] = []
         if self._any_host:
             return found
-        for host in url_hosts(text):
+        for host in url_hosts(text) if hosts is None else sorted(hosts, key=str):
             if not _covered(host, self._named | self._allowed):
                 name = host[0] if host[1] is None else f"{host[0]}:{host[1]}"
                 found.append(
