@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent_s.guards.content import screen_content
+from agent_s.guards.content import TAG, close_cut, screen_content
 from agent_s.models.types import ImagePart, Message, Part, Role, TextPart
 from agent_s.prompting import render
 
@@ -113,8 +113,12 @@ def thoughts(reply: str) -> str:
 
 
 def describe_outcome(step: Step, limit: int) -> str:
-    """How the step ended, e.g. ``failed: window 'Export' not found`` (detail clipped)."""
-    detail = _clip_line(step.detail, limit)
+    """How the step ended, e.g. ``failed: window 'Export' not found`` (detail clipped). What a
+    step that went well saw happen (titles, a field's text) is framed as screen content; a
+    detail framed already (the code agent's report) has its frames closed after the clip."""
+    detail = close_cut(_clip_line(step.detail, limit))
+    if detail and step.outcome == "ok" and f"<{TAG} " not in detail:
+        detail = screen_content("what the screen showed", detail, inline=True)
     return f"{_LABELS[step.outcome]}: {detail}" if detail else _LABELS[step.outcome]
 
 

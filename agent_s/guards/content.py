@@ -41,13 +41,23 @@ def neutralise(text: str) -> str:
     return _FAKE.sub(REMOVED, text)
 
 
-def screen_content(source: str, text: str) -> str:
+def screen_content(source: str, text: str, *, inline: bool = False) -> str:
     """``text`` framed as content from ``source`` (e.g. "window titles", "code output"), with
-    any imitation of the frame inside it neutralised."""
+    any imitation of the frame inside it neutralised; ``inline``: on one line (a compact
+    history line), else the tags on lines of their own."""
     if not _SOURCE.fullmatch(source):
         raise ValueError(f"a content source is a short lower-case name, not {source!r}")
     body = neutralise(text.strip("\n"))
+    if inline:
+        return f'<{TAG} source="{source}">{body}</{TAG}>'
     return f'<{TAG} source="{source}">\n{body}\n</{TAG}>'
 
 
-__all__ = ["REMOVED", "TAG", "neutralise", "screen_content"]
+def close_cut(text: str) -> str:
+    """``text`` (framed content cut short, e.g. clipped to a line) with the frames the cut left
+    open closed again, so what follows it is not taken for content, nor content for ours."""
+    missing = text.count(f"<{TAG} ") - text.count(f"</{TAG}>")
+    return text + f"</{TAG}>" * max(missing, 0)
+
+
+__all__ = ["REMOVED", "TAG", "close_cut", "neutralise", "screen_content"]
