@@ -50,6 +50,7 @@ from agent_s.effects import subject_for_code
 from agent_s.errors import describe_error
 from agent_s.generation import generate
 from agent_s.grounding import Grounder, Located, Locator, NotLocated, Observation
+from agent_s.guards.content import screen_content
 from agent_s.images import EncodedImage, encode_screenshot, history_spec
 from agent_s.manager import FAILED_ATTEMPTS_BEFORE_SWITCH, Manager, PlanReport, contained_command
 from agent_s.memory import MemoryStore
@@ -192,7 +193,8 @@ class Agent:
         self._marker = Marker(self._locator) if self.grounding.marks else None
         self._requests.marks = self._marker is not None
         self._marks: MarkTable | None = None  # the current step's
-        self._gate = SafetyGate(self.settings.safety, approver)
+        # the redactor's secrets are never typed outside [safety] secret_apps (agent_s.leaks)
+        self._gate = SafetyGate(self.settings.safety, approver, redactor=self._redactor)
         # the smaller copy of each screen for later requests is made while the model thinks
         self._encoder = ThreadPoolExecutor(1, thread_name_prefix="agent-s-history")
         self._actor = Actor(
@@ -324,6 +326,7 @@ class Agent:
             ) from None
         self.reset()
         self._task = task.strip()
+        self._gate.begin(self._task)  # the web hosts the task names may be opened
         self._requests.start(today)
         if self.settings.record_dir is not None:
             with self._tally.recording():
@@ -480,13 +483,14 @@ class Agent:
         )
 
     def _recall(self, role: str, query: str, purpose: str) -> str:
-        """``role``'s memory section for ``query`` ("" without memory or relevant entries)."""
+        """``role``'s memory section for ``query`` ("" without memory or relevant entries),
+        framed as screen content: what earlier runs saw and wrote is content, not instructions."""
         if self.memory is None:
             return ""
         found = self.memory.section(
             role, query, purpose, folder=self.trajectory_dir, after_step=self._steps_taken
         )
-        return self._redactor.text(found)
+        return self._redactor.text(screen_content("memory", found)) if found else ""
 
     def _code_memory(self, job: str) -> str:
         return self._recall("code_agent", job, "code")

@@ -51,6 +51,7 @@ from agent_s.code_runner import (
 )
 from agent_s.config import CodeAgentConfig
 from agent_s.containment import resolve_sandbox
+from agent_s.guards.content import screen_content
 from agent_s.models.errors import OutputTruncated, Refused
 from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform, code_agent_system_prompt, load_template
@@ -353,7 +354,8 @@ class CodeAgent:
             template.render("workdir", workdir=str(self.workdir)),
         ]
         if self.screen is not None:
-            parts.append(template.render("screen", title=self.screen.title, app=self.screen.app))
+            window = f'"{self.screen.title}" ({self.screen.app})'
+            parts.append(template.render("screen", window=screen_content("window titles", window)))
             shown = self.screen.file(self.workdir, files)
             if shown is not None:
                 parts.append(template.render("screen_file", path=str(shown)))
@@ -489,7 +491,7 @@ class CodeAgent:
             raise
         runs.append((turn, run))
         sub = sub.model_copy(update={"run": run.to_json()})
-        output = model_output(run, self.settings.model_output_chars)
+        output = screen_content("code output", model_output(run, self.settings.model_output_chars))
         if run.exit_status is None:
             feedback = template.render(
                 "stopped",
@@ -557,15 +559,17 @@ def worker_text(
     if runs:
         head += f", the last one ended with {runs[-1][1].stopped}"
     lines = [head + "."]
-    if summary:
-        lines.append("Its summary: " + clip_middle(summary, limit // 3))
+    if summary:  # written from what the code read: content, like the output
+        lines.append(
+            screen_content("code output", "Its summary: " + clip_middle(summary, limit // 3))
+        )
     lines.append(changes.describe())
     text = "\n".join(lines)
     for turn, run in reversed(runs):
         room = limit - len(text) - 80
         if room < 120:
             break
-        output = model_output(run, room)
+        output = screen_content("code output", model_output(run, room))
         text += f"\nOutput of the {run.language} block of turn {turn} ({run.stopped}):\n{output}"
     return clip_middle(text, limit)
 

@@ -305,7 +305,9 @@ class SafetyConfig:
     ``confirm-all`` asks before every action that does something; ``deny-risky`` refuses risky
     actions. The SDK's default is ``auto``; ``agent-s run`` defaults to ``confirm``.
     ``allow_apps`` / ``allow_paths``: applications and folders ``open`` may use without that
-    being risky.
+    being risky. In every mode, ``auto`` included, the user decides before a secret value is
+    typed outside ``secret_apps`` (applications or window titles) and before a web host is
+    opened that neither the task names nor ``allow_hosts`` lists (``agent_s.leaks``).
     """
 
     __pydantic_config__ = _TABLE
@@ -314,6 +316,8 @@ class SafetyConfig:
     rules: tuple[SafetyRule, ...] = ()
     allow_apps: Strings = ()
     allow_paths: Strings = ()
+    secret_apps: Strings = ()
+    allow_hosts: Strings = ()
 
     def __post_init__(self) -> None:
         if self.mode not in get_args(SafetyMode):

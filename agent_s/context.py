@@ -18,7 +18,8 @@ Message layout (the system prompt, fixed for a run, comes first so prompt cachin
                reflection, what to do now
 
 The date and the open windows are request text, not part of the system prompt: the caller
-renders them (``agent_s.prompting.today_line`` / ``open_windows``) and passes them in.
+renders them (``agent_s.prompting.today_line`` / ``open_windows``) and passes them in. The notes
+(often copied from the screen) are framed as screen content (``agent_s.guards.content``).
 
 The framing text comes from the role's template (``prompts/worker.md``, ``reflection.md``).
 """
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_s.guards.content import TAG, close_cut, screen_content
 from agent_s.models.types import ImagePart, Message, Part, Role, TextPart
 from agent_s.prompting import render
 
@@ -111,8 +113,12 @@ def thoughts(reply: str) -> str:
 
 
 def describe_outcome(step: Step, limit: int) -> str:
-    """How the step ended, e.g. ``failed: window 'Export' not found`` (detail clipped)."""
-    detail = _clip_line(step.detail, limit)
+    """How the step ended, e.g. ``failed: window 'Export' not found`` (detail clipped). What a
+    step that went well saw happen (titles, a field's text) is framed as screen content; a
+    detail framed already (the code agent's report) has its frames closed after the clip."""
+    detail = close_cut(_clip_line(step.detail, limit))
+    if detail and step.outcome == "ok" and f"<{TAG} " not in detail:
+        detail = screen_content("what the screen showed", detail, inline=True)
     return f"{_LABELS[step.outcome]}: {detail}" if detail else _LABELS[step.outcome]
 
 
@@ -180,7 +186,8 @@ def build_messages(
     if windows:
         parts.append(TextPart(windows))
     if notes:
-        parts.append(TextPart(render("worker", "notes", notes=_notes(notes, policy.notes_chars))))
+        kept_notes = screen_content("notes", _notes(notes, policy.notes_chars))
+        parts.append(TextPart(render("worker", "notes", notes=kept_notes)))
     if reflection and reflection.strip():
         clipped = _clip_block(reflection.strip(), policy.result_chars)
         parts.append(TextPart(render("worker", "reflection", reflection=clipped)))

@@ -39,6 +39,7 @@ from jinja2 import meta
 
 from agent_s.actions.models import PLATFORMS, OsName, primary_modifier
 from agent_s.errors import AgentSError
+from agent_s.guards.content import screen_content
 
 if TYPE_CHECKING:
     from agent_s.desktop.base import WindowInfo
@@ -324,7 +325,8 @@ MAX_TITLE_CHARS = 80
 
 def open_windows(windows: Sequence[WindowInfo]) -> str:
     """The open windows for a worker request, front-most first (as ``windows`` lists them):
-    title, application, and which one has the keyboard focus; bounded."""
+    title, application, and which one has the keyboard focus; bounded, and framed as screen
+    content (``agent_s.guards.content``): a title is text any program chooses."""
     if not windows:
         return render("worker", "no_windows")
     lines = []
@@ -337,7 +339,7 @@ def open_windows(windows: Sequence[WindowInfo]) -> str:
         lines.append(line + (", focused" if window.active else ""))
     if len(windows) > MAX_WINDOWS:
         lines.append(f"- and {len(windows) - MAX_WINDOWS} more")
-    return render("worker", "windows", lines="\n".join(lines))
+    return render("worker", "windows", lines=screen_content("window titles", "\n".join(lines)))
 
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -370,8 +372,7 @@ def accessibility_snapshot(window: str, lines: Sequence[str], total: int) -> str
     return render(
         "worker",
         "accessibility",
-        window=window,
-        elements="\n".join(lines),
+        elements=screen_content("accessibility names", "\n".join([f"window: {window}", *lines])),
         shown=len(lines),
         total=max(total, len(lines)),
     )
@@ -383,7 +384,11 @@ def mark_list(lines: Sequence[str], total: int) -> str:
     if not lines:
         return render("worker", "no_marks")
     return render(
-        "worker", "marks", lines="\n".join(lines), shown=len(lines), total=max(total, len(lines))
+        "worker",
+        "marks",
+        lines=screen_content("text on the screen", "\n".join(lines)),
+        shown=len(lines),
+        total=max(total, len(lines)),
     )
 
 

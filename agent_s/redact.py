@@ -45,6 +45,7 @@ MIN_LENGTH = 6  # shorter values are ignored
 ENV_MIN_LENGTH = 8  # for values found by a variable's name rather than named by the user
 _BASE64_SKIP = (0, 2, 3)  # characters that mix in the bytes before, per alignment
 _URLSAFE = str.maketrans("+/", "-_")
+_NAME_LISTS = frozenset({"AGENT_S_SECRET_ENV"})  # variables that name secrets, holding none
 
 
 #: Names of environment variables that hold secrets: API keys, tokens, passwords.
@@ -52,11 +53,15 @@ SECRET_NAME = re.compile(r"API_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSW|CREDENTIAL", 
 
 
 def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """Values of the variables whose name looks secret (long enough, not a path)."""
+    """Values of the variables whose name looks secret (long enough, not a path;
+    ``AGENT_S_SECRET_ENV`` holds the NAMES of secret variables, not a secret)."""
     return tuple(
         value
         for name, value in environ.items()
-        if SECRET_NAME.search(name) and len(value) >= ENV_MIN_LENGTH and not value.startswith("/")
+        if SECRET_NAME.search(name)
+        and name not in _NAME_LISTS
+        and len(value) >= ENV_MIN_LENGTH
+        and not value.startswith("/")
     )
 
 
@@ -125,6 +130,12 @@ class Redactor:
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(lambda _: self.placeholder, text)
+
+    def count(self, text: str) -> int:
+        """How many secrets (in any of their forms) ``text`` holds."""
+        if self._pattern is None or not text:
+            return 0
+        return sum(1 for _ in self._pattern.finditer(text))
 
     def data(self, value: Any) -> Any:
         """``value`` with every string in it redacted: dicts (keys too), lists and tuples are

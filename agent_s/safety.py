@@ -60,6 +60,8 @@ from agent_s.effects import (
     subject_for_code,
 )
 from agent_s.errors import ActionExecutionError
+from agent_s.leaks import LeakWatch, key_chars
+from agent_s.redact import Redactor
 
 Verdict = Literal["allow", "ask", "deny"]
 
@@ -141,6 +143,7 @@ class Risk:
 
     key: str
     reason: str
+    hard: bool = False  # needs the user even in mode auto (agent_s.leaks)
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ class Assessment:
 class Policy:
     """Applies a ``SafetyConfig`` (mode, allow lists, user rules) to subjects."""
 
-    def __init__(self, config: SafetyConfig) -> None:
+    def __init__(self, config: SafetyConfig, watch: LeakWatch | None = None) -> None:
         for number, rule in enumerate(config.rules, 1):
             unknown = sorted(set(rule.actions) - _ACTION_NAMES)
             if unknown:
@@ -172,6 +175,7 @@ class Policy:
         ]
         self._allowed_paths = [_normal(p) for p in config.allow_paths]
         self._allowed_apps = {a.strip().lower() for a in config.allow_apps}
+        self.watch = watch or LeakWatch(Redactor(), config.secret_apps, config.allow_hosts)
 
     @property
     def mode(self) -> str:
@@ -199,8 +203,10 @@ class Policy:
             risks.append(Risk(f"rule:{n}", rule.note or f"is marked risky by safety rule {n}"))
         by = f"mode {self.mode}"
         mode = self.mode
-        if subject.inert or mode == "auto":
+        if subject.inert or (mode == "auto" and not any(r.hard for r in risks)):
             return Assessment("allow", tuple(risks), by)
+        if mode == "auto":  # a secret or a new web host: the user decides (agent_s.leaks)
+            return Assessment("ask", tuple(r for r in risks if r.hard), by)
         if subject.delegates:  # its code blocks are judged one by one
             verdict: Verdict = "deny" if mode == "deny-risky" else "allow"
             reason = (Risk(RUN_CODE, "starts the code agent, which runs code"),)
@@ -216,8 +222,21 @@ class Policy:
         found: list[Risk] = []
         for effect in subject.effects:
             found.extend(self._effect_risks(effect))
+        found += [Risk(key, reason, hard=True) for key, reason in self._leaks(subject)]
         unique = {risk.key + risk.reason: risk for risk in found}
         return list(unique.values())
+
+    def _leaks(self, subject: Subject) -> Iterator[tuple[str, str]]:
+        """Secrets and new web hosts (``agent_s.leaks``): the characters each window receives
+        from this subject, what it opens, the code it runs."""
+        for window, chars in typed_chars(subject.effects).items():
+            url_opens = window is None or is_terminal(window.app)
+            yield from self.watch.typing_risks(window, chars, url_opens=url_opens)
+        for effect in subject.effects:
+            if effect.kind == "launch":
+                yield from self.watch.launch_risks(effect.target)
+            elif effect.kind == "code":
+                yield from self.watch.code_risks(effect.text)
 
     def _effect_risks(self, effect: Effect) -> Iterator[Risk]:
         window = effect.window
@@ -288,6 +307,20 @@ class Policy:
             inside = any(path == folder or folder in path.parents for folder in self._allowed_paths)
             return inside and not _runnable(path)
         return target.lower() in self._allowed_apps
+
+
+def typed_chars(effects: Sequence[Effect]) -> dict[WindowInfo | None, str]:
+    """The characters each window receives, in order (None: a window not known beforehand):
+    typed text, and printable keys pressed alone or with shift."""
+    typed: dict[WindowInfo | None, str] = {}
+    for effect in effects:
+        chars = effect.text if effect.kind == "text" else ""
+        if effect.kind == "key" and effect.delivers_input:
+            chars = key_chars(effect.keys)
+        if chars:
+            window = effect.window if effect.known else None
+            typed[window] = typed.get(window, "") + chars
+    return typed
 
 
 def _normal(path: str) -> Path:
@@ -399,8 +432,16 @@ ImageMaker = Callable[[], "tuple[bytes, Path | None]"]
 class SafetyGate:
     """The policy plus the approver, with this run's "always" grants."""
 
-    def __init__(self, config: SafetyConfig, approver: Approver | None = None) -> None:
-        self.policy = Policy(config)
+    def __init__(
+        self,
+        config: SafetyConfig,
+        approver: Approver | None = None,
+        *,
+        redactor: Redactor | None = None,
+    ) -> None:
+        """``redactor``: the run's, whose secrets are never typed outside ``secret_apps``."""
+        watch = LeakWatch(redactor or Redactor(), config.secret_apps, config.allow_hosts)
+        self.policy = Policy(config, watch)
         self.approver = approver
         self.name = str(getattr(approver, "name", "sdk callback")) if approver else None
         self._always: dict[str, str] = {}  # risk key -> who granted it
@@ -408,6 +449,12 @@ class SafetyGate:
     def reset(self) -> None:
         """Forget the "always for this run" grants (a new run starts)."""
         self._always.clear()
+        self.policy.watch.begin("")
+
+    def begin(self, task: str) -> None:
+        """A new task: the web hosts it names may be opened (``agent_s.leaks``)."""
+        self.reset()
+        self.policy.watch.begin(task)
 
     def check(
         self,
@@ -419,7 +466,23 @@ class SafetyGate:
         image: ImageMaker | None = None,
     ) -> GateDecision:
         """Decide; ask the approver when the policy says so (``ask`` False: a dry run, where
-        nothing is executed and nobody is asked)."""
+        nothing is executed and nobody is asked). What an allowed action types is remembered
+        per window, so that a secret typed in pieces is seen whole (``agent_s.leaks``)."""
+        decision = self._decide(subject, step=step, substep=substep, ask=ask, image=image)
+        if decision.allowed:
+            for window, chars in typed_chars(subject.effects).items():
+                self.policy.watch.typed(window, chars)
+        return decision
+
+    def _decide(
+        self,
+        subject: Subject,
+        *,
+        step: int | None,
+        substep: int | None,
+        ask: bool,
+        image: ImageMaker | None,
+    ) -> GateDecision:
         found = self.policy.assess(subject)
         mode, risks = self.policy.mode, found.risks
         reasons = "; ".join(r.reason for r in risks) or "every action needs approval"
@@ -497,7 +560,8 @@ class SafetyGate:
         the windows are listed again only when it changed since ``listed`` (the windows the
         decision was judged on) or the last listing."""
         approved = {r.key for r in decision.risks} | set(self._always)
-        if self.policy.mode == "auto" and not self.policy.config.rules:
+        quiet = not any(e.kind in ("text", "key", "launch") for e in subject.effects)
+        if self.policy.mode == "auto" and not self.policy.config.rules and quiet:
             return lambda op: None  # nothing is ever refused: no need to look
         seen = {_order_of(listed): tuple(listed)} if listed is not None else {}
 

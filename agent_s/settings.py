@@ -21,7 +21,7 @@ The file is ``$AGENT_S_CONFIG`` (an error if it does not exist) or
     [grounding]   mode, url, model, marks (set-of-marks: numbered marks on the screenshot)
     [limits]      max_steps, max_cost (USD), max_tokens, max_seconds
     [run]         reflection, a11y_snapshot, record_dir, monitor
-    [safety]      mode, allow_apps, allow_paths, [[safety.rules]]   (config.SafetyConfig)
+    [safety]      mode, allow_apps, allow_paths, secret_apps, allow_hosts, [[safety.rules]]
     [code_agent]  enabled, max_steps, timeout, sandbox, memory_mb, workdir, writable, ...
     [secrets]     env (names of variables holding secrets), files (one secret per line)
     [memory]      enabled, path, k, max_entries, max_bytes (agent_s.memory; ``agent-s run``)

@@ -464,10 +464,12 @@ def _view_problem(
 
 def bench_defaults(problem: str | None) -> dict[str, Any]:
     """What ``bench run`` does unless the file, a variable or a flag says otherwise: safety mode
-    auto (nobody can approve inside the harness) and model-written code under bubblewrap where
-    it works (``problem``: why it does not, from ``code_runner.sandbox_problem``)."""
+    auto (nobody can approve inside the harness), any web host opened, and model-written code
+    under bubblewrap where it works (``problem``: why it does not, from
+    ``code_runner.sandbox_problem``)."""
     return {
-        "safety": {"mode": "auto"},
+        # any web host: the tasks browse, on a desktop thrown away (agent_s.leaks)
+        "safety": {"mode": "auto", "allow_hosts": ["*"]},
         "code_agent": {"sandbox": "bwrap" if problem is None else "none"},
     }
 

@@ -89,6 +89,7 @@ _LONGEST_FIRST = (
     "test_liveview.py",
     "test_lifecycle.py",
     "test_safety_routes.py",
+    "test_injection.py",
     "test_mcp.py",
     "test_bench_getters_dom.py",
     "test_models_timeouts.py",

@@ -71,7 +71,7 @@ def test_the_outline_is_bounded_and_empty_without_an_active_window() -> None:
     inactive = (WindowInfo(1, "notes.txt", "Editor", 100, 0, 0, 800, 600), OTHER)
     assert window_outline(many, observation(inactive)) == ([], 0)
     text = accessibility_snapshot("Editor: notes.txt", lines, total)
-    assert "active window, Editor: notes.txt," in text
+    assert "\nwindow: Editor: notes.txt\n" in text  # inside the frame: a title is screen content
     assert "25 of 200 listed" in text
     with pytest.raises(ValueError, match="at least one element"):
         accessibility_snapshot("Editor: notes.txt", [], 0)

@@ -500,7 +500,10 @@ def test_the_code_agent_is_told_the_active_window_and_the_file_it_shows(
     assert '- "*data.csv - Mousepad" (Mousepad), focused' in worker
     assert "Save the file you are editing before you hand it over" in worker
     code = conversation(server.requests[1])
-    assert 'On the screen, the active window is "*data.csv - Mousepad" (Mousepad).' in code
+    assert (
+        'On the screen, the active window is:\n<screen-content source="window titles">\n'
+        '"*data.csv - Mousepad" (Mousepad)\n</screen-content>'
+    ) in code
     assert f"That window shows the file {work.resolve() / 'data.csv'}." in code
     assert "Each block runs in a fresh process" in code
     assert "keep its format" in code

@@ -118,7 +118,10 @@ def test_the_date_follows_the_task_and_the_windows_follow_the_current_screen() -
     kinds = ["image" if isinstance(p, ImagePart) else p.text for p in last.parts]
     image_at = kinds.index("image")
     after = "\n".join(k for k in kinds[image_at + 1 :] if k != "image")
-    assert after.startswith('Open windows, front-most first:\n- "a.txt - Mousepad" (Mousepad)')
+    assert after.startswith(
+        'Open windows, front-most first:\n<screen-content source="window titles">\n'
+        '- "a.txt - Mousepad" (Mousepad)'
+    )
     assert after.index("Open windows") < after.index("Your notes") < after.index("This is step")
     # the system prompt and the rest of the request are unchanged by the two additions
     plain = build_messages("SYSTEM", "Rename the file", records, SCREENS[0], ["n"])

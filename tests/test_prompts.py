@@ -351,14 +351,16 @@ def test_open_windows_are_listed_compactly_and_bounded() -> None:
     text = open_windows(windows)
     assert text.splitlines() == [
         "Open windows, front-most first:",
+        '<screen-content source="window titles">',
         '- "notes.txt - Mousepad" (Mousepad), focused',
         '- "(no title)" (XTerm)',
         '- "' + "x" * 79 + '\u2026"',
+        "</screen-content>",
     ]
     many = [WindowInfo(i, f"w{i}", "App", i, 0, 0, 1, 1) for i in range(20)]
     lines = open_windows(many).splitlines()
-    assert len(lines) == 1 + 12 + 1
-    assert lines[-1] == "- and 8 more"
+    assert len(lines) == 1 + 1 + 12 + 1 + 1
+    assert lines[-2] == "- and 8 more"
     assert open_windows([]) == "No windows are open."
 
 

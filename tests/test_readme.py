@@ -76,6 +76,7 @@ SMALLEST = {
     "scripts/bench_grounding.py": ["--apps", "galculator", "--max", "2", "--no-ocr-variants"],
     "scripts/bench_step.py": ["--steps", "2", "--no-ocr"],
     "scripts/bench_harness.py": ["--copies", "1", "--workers", "2"],
+    "scripts/bench_injection.py": ["--modes", "deny-risky", "--only", "window title: run"],
 }
 
 

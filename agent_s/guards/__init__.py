@@ -11,6 +11,9 @@ own check:
   header and the Origin header) before it answers.
 - ``trust``: "verified" comes only from a check the user or the evaluator gave; what a model
   wrote, and what a file says, is data: stored unverified, quoted and bounded in every prompt.
+- ``content``: text from the screen (window titles, accessibility names, OCR, code output,
+  memory) goes into every prompt inside a frame it cannot close, as content, never
+  instructions.
 - containment of model-written code and checks lives in ``agent_s.containment`` (bubblewrap
   where it works, by default).
 
