@@ -16,8 +16,9 @@ text fields change: a parameter never rewrites a number of clicks or a step numb
 with a quote, backslash or control character is refused, as is a number parameter given
 something else than a number.
 
-Only a run that succeeded can be saved; its provenance says whether a check verified it (the
-run, the date, the model, the task: ``Provenance``). A stored workflow is verified only when the
+Only a run that succeeded can be saved; its provenance names the run, the date, the model and
+the task (``Provenance``), and is unverified: what a run folder says of its own check is a
+claim in a file, not a check this store saw pass. A stored workflow is verified only when the
 store's key sealed it so (``agent_s.guards.trust``): a workflow edited in the file, body and hash
 together, loads as unverified.
 """
@@ -89,7 +90,9 @@ class Workflow(BaseModel):
             run_id=trajectory.folder.name,
             steps=tuple(step.step for step in script.steps),
             model=result.model or script.model or "unknown",
-            verified=result.verified,
+            # a run folder's result.json is a file anyone may have edited: its "verified" is a
+            # claim, not a check this process saw pass, so the workflow is stored unverified
+            verified=False,
             task=script.task,
         )
         return cls(name=name, script=script, parameters=parameters, provenance=provenance)

@@ -518,3 +518,36 @@ def _cli(
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     return done
+
+
+def test_a_workflow_saved_from_a_run_folder_whose_result_claims_a_check_is_unverified(
+    tmp_path: Path,
+) -> None:
+    """A run folder's result.json is a file anyone may edit: "verified" in it is a claim, and a
+    workflow saved from it is stored, listed and loaded as unverified."""
+    from agent_s.actions import HotkeyAction
+    from agent_s.workflow import Workflow
+
+    folder = tmp_path / "run"
+    writer = TrajectoryWriter(folder)
+    writer.write_run({"task": "save the note", "model": "m"})
+    writer.write_step(
+        Step(
+            step=1,
+            action_text="agent.hotkey(['ctrl', 's'])",
+            action=HotkeyAction(keys=["ctrl", "s"]),
+            outcome="ok",
+        )
+    )
+    writer.write_step(
+        Step(step=2, action_text="agent.done()", action=DoneAction(), outcome="terminal")
+    )
+    claim = RunResult(
+        task="save the note", status=RunStatus.SUCCEEDED, cause="done", steps=2, verified=True
+    )
+    writer.write_result(claim)  # as a hand-edited result.json would say
+    writer.close()
+    with MemoryStore(tmp_path / "m.sqlite3") as store:
+        flow = Workflow.from_run(folder, "save-note").save(store)
+        assert not flow.provenance.verified
+        assert not Workflow.load("save-note", store).provenance.verified
