@@ -508,6 +508,44 @@ def test_moving_the_pointer_during_a_wait_pauses_the_run(
 # -- the command line ----------------------------------------------------------------------------
 
 
+def start_cli_view(
+    server: ScriptedModelServer, tmp_path: Path, max_steps: str
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """``agent-s run --virtual --view`` against ``server``, and the view's URL once printed
+    (with the stderr lines up to it)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
+    }
+    env.update(
+        AGENT_S_BASE_URL=server.openai_base_url,
+        AGENT_S_PROVIDER="openai-compatible",
+        AGENT_S_MODEL="scripted-model",
+        OPENAI_API_KEY=KEY,
+        HOME=str(tmp_path),
+        COLUMNS="300",
+    )
+    proc = subprocess.Popen(
+        [AGENT_S, "run", "wait a while", "--virtual", "--view", "--max-steps", max_steps],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        lines.append(line)
+        found = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line)
+        if found:
+            return proc, found.group(0), lines
+    proc.kill()
+    proc.wait()
+    raise AssertionError("no live view URL was printed:\n" + "".join(lines))
+
+
 def test_cli_view_prints_a_url_and_stop_ends_everything(tmp_path: Path, chromium: DevTools) -> None:
     started = threading.Event()
 
@@ -515,38 +553,9 @@ def test_cli_view_prints_a_url_and_stop_ends_everything(tmp_path: Path, chromium
         started.set()
         return reply(act("agent.wait(1)"))
 
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
-    }
     with ScriptedModelServer(script) as server:
-        env.update(
-            AGENT_S_BASE_URL=server.openai_base_url,
-            AGENT_S_PROVIDER="openai-compatible",
-            AGENT_S_MODEL="scripted-model",
-            OPENAI_API_KEY=KEY,
-            HOME=str(tmp_path),
-            COLUMNS="300",
-        )
-        proc = subprocess.Popen(
-            [AGENT_S, "run", "wait a while", "--virtual", "--view", "--max-steps", "50"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc, url, lines = start_cli_view(server, tmp_path, "50")
         try:
-            url, lines = None, []
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                lines.append(line)
-                found = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line)
-                if found:
-                    url = found.group(0)
-                    break
-            assert url is not None, "".join(lines)
             assert started.wait(60)
             children = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
             assert children, "the virtual desktop's processes"
