@@ -105,11 +105,14 @@ class Activate:
 
 
 Op = MoveTo | Click | Drag | Scroll | Hotkey | HoldAndPress | TypeText | Sleep | Open | Activate
-_INPUT = (MoveTo, Click, Drag, Scroll, Hotkey, HoldAndPress, TypeText)
+# an Open sends no input itself, but the agent then moves the pointer off the new window
+# (agent_s.desktop.park): that move is the agent's too
+_INPUT = (MoveTo, Click, Drag, Scroll, Hotkey, HoldAndPress, TypeText, Open)
 
 
 def sends_input(plan: Sequence[Op]) -> bool:
-    """Whether carrying out ``plan`` moves the pointer or presses a button or a key: input a
-    watch for the user's own input must not take for theirs. A ``Sleep``, an ``Open`` or an
-    ``Activate`` sends none, so during a wait the user's input still pauses the run."""
+    """Whether carrying out ``plan`` moves the pointer or presses a button or a key (an
+    ``Open`` is followed by the pointer's rest): input a watch for the user's own input must
+    not take for theirs. A ``Sleep`` or an ``Activate`` sends none, so during a wait the
+    user's input still pauses the run."""
     return any(isinstance(op, _INPUT) for op in plan)
