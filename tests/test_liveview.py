@@ -638,6 +638,9 @@ def test_cli_view_shows_the_plan_its_subtasks_checks_switch_and_replan(
         )
         argv = [AGENT_S, "run", "Put total,200 into report.csv", "--virtual", "--view"]
         argv += ["--plan", "always", "--code-agent", "--safety", "auto", "--max-steps", "40"]
+        # the code writes into this test's folder, outside the virtual desktop's HOME, which
+        # bubblewrap (the default containment) keeps read-only
+        argv += ["--code-sandbox", "none"]
         proc = subprocess.Popen(
             argv,
             env=env,
