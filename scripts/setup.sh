@@ -145,6 +145,8 @@ packages=(
   xvfb xauth openbox dbus dbus-x11 at-spi2-core libatk-adaptor
   # input, clipboard, window queries (pyautogui covers the mouse; X11 keyboard text via xdotool)
   xdotool xclip x11-utils x11-xserver-utils xdg-utils
+  # the prompt-injection tests' stand-in browser and upload (tests/test_injection.py)
+  curl
   # the sandbox of model-written code and checks (--code-sandbox auto, the default)
   bubblewrap
   # the Wayland backend (sway: screenshots by grim, text by wtype, wl-clipboard) and its virtual
