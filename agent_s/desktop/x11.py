@@ -51,6 +51,7 @@ from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Button, Point
 from agent_s.desktop.settle import until_front_idle
 from agent_s.desktop.virtual import temporary_environ
+from agent_s.desktop.xauth import cookie_file, no_cookie_file
 from agent_s.errors import (
     ActionExecutionError,
     DesktopSetupError,
@@ -91,49 +92,6 @@ def _display_key(name: str) -> tuple[str, str]:
     return host, rest.split(".", 1)[0]
 
 
-def cookie_file(xauthority: str | None) -> str:
-    """The cookie file to hand python-xlib, found as libX11 (and so xdpyinfo) finds it.
-
-    ``xauthority`` (the XAUTHORITY variable), else ``~/.Xauthority``; a file that does not exist,
-    cannot be read or is empty holds no cookie, so the connection is tried without one, as
-    libX11 does for a server started without ``-auth``. python-xlib instead refuses to connect
-    when that file is missing (and prints a warning on stdout when it is empty), hence a cookie
-    file of ours in its place that names no display (``_no_cookie_file``).
-    """
-    path = xauthority or os.path.join(os.path.expanduser("~"), ".Xauthority")
-    try:
-        with open(path, "rb") as cookies:
-            if cookies.read(1):
-                return path
-    except OSError:
-        pass
-    return _no_cookie_file()
-
-
-_NO_COOKIE: list[str] = []  # the path of the one file below, made once per process
-
-
-def _no_cookie_file() -> str:
-    """A cookie file whose one entry matches no display: python-xlib then sends no cookie.
-
-    It lives in memory (memfd, read through /proc/self/fd), so nothing is written to disk and
-    no other process can plant or change it; without memfd, the empty ``os.devnull``.
-    """
-    if not _NO_COOKIE:
-        path = os.devnull
-        if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
-            fd = os.memfd_create("agent-s-no-cookie", os.MFD_CLOEXEC)
-            # family FamilyLocal (256), address, display "none", scheme, a zero cookie
-            fields = [b"agent-s:no-cookie", b"none", b"MIT-MAGIC-COOKIE-1", bytes(16)]
-            record = (256).to_bytes(2, "big") + b"".join(
-                len(f).to_bytes(2, "big") + f for f in fields
-            )
-            os.write(fd, record)
-            path = f"/proc/self/fd/{fd}"
-        _NO_COOKIE.append(path)
-    return _NO_COOKIE[0]
-
-
 def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
     cookies = cookie_file(xauthority)
     try:
@@ -149,7 +107,7 @@ def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
             looked = f"{xauthority!r} (XAUTHORITY)" if xauthority else "~/.Xauthority"
             where = (
                 f"none was found: {looked} cannot be read"
-                if cookies == _no_cookie_file()
+                if cookies == no_cookie_file()
                 else f"the cookies in {cookies} were not accepted"
             )
             raise DisplayAuthorizationError(
