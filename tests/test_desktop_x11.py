@@ -716,3 +716,37 @@ def test_one_process_drives_one_display(desktop: VirtualDesktop) -> None:
         )
     assert result.returncode == 3, result.stdout + result.stderr
     assert "already bound" in result.stdout
+
+
+_REBIND = """
+from agent_s.desktop.virtual import VirtualDesktop
+from agent_s.desktop.x11 import X11Backend
+from agent_s.desktop.ops import Point
+with VirtualDesktop(800, 600, home="temp") as first:
+    name = first.display
+    backend = X11Backend(first.display, env=first.env)
+    backend.click(Point(10, 10))
+    backend.close()
+with VirtualDesktop(800, 600, home="temp") as second:
+    if second.display != name:
+        raise SystemExit(3)  # another display number: nothing to show
+    backend = X11Backend(second.display, env=second.env)
+    backend.click(Point(20, 20))
+    at = backend.pointer()
+    print(at.x, at.y)
+    backend.close()
+"""
+
+
+@pytest.mark.desktop
+def test_a_new_server_under_the_name_of_an_ended_one_is_driven() -> None:
+    """pyautogui connects once per process: when a desktop ends and the next one gets its
+    display number, the backend connects pyautogui again instead of waiting on the dead
+    connection (python-xlib spun there for ever, seen in a loaded whole-suite run)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _REBIND], capture_output=True, text=True, timeout=60, check=False
+    )
+    if done.returncode == 3:
+        pytest.skip("the second desktop got another display number")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "20 20"

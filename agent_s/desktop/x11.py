@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -120,6 +122,17 @@ def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
         raise _unreachable(display, err) from err
 
 
+def _gone(x: Xlib.display.Display) -> bool:
+    """Whether the server at the other end of ``x`` has closed the connection (python-xlib
+    would wait on it for ever): its socket reads as ended."""
+    sock = x.display.socket
+    try:
+        ready, _, _ = select.select([sock], [], [], 0)
+        return bool(ready) and sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 def _unreachable(display: str, err: Exception) -> DisplayUnavailableError:
     return DisplayUnavailableError(
         f"cannot reach the X display {display!r}: {err}. Is the X server running, and are "
@@ -141,7 +154,10 @@ def _bind_pyautogui(display: str, xauthority: str | None) -> ModuleType:
     x11_module = getattr(pyautogui, "platformModule", None)
     bound_display = getattr(x11_module, "_display", None)
     bound = bound_display.get_display_name() if bound_display is not None else display
-    if _display_key(bound) != _display_key(display):
+    if bound_display is not None and _display_key(bound) == _display_key(display):
+        if _gone(bound_display):  # a server of the same name, started after the first ended
+            x11_module._display = _connect(display, xauthority)  # type: ignore[union-attr]
+    elif _display_key(bound) != _display_key(display):
         raise DisplayUnavailableError(
             f"pyautogui in this process is already bound to display {bound!r} and cannot "
             f"drive {display!r}: it connects once, at import. Use one process per display."
