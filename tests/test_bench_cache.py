@@ -87,12 +87,14 @@ def _handler(state: Server) -> type[BaseHTTPRequestHandler]:
                 state.requests.append((path, self.headers.get("Range", "")))
                 state.in_flight += 1
                 state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            # counted while the answer is held back: once answered, the client may ask again
+            # before this thread would get to count down after the answer
             try:
                 time.sleep(state.delay)
-                self._answer(path)
             finally:
                 with state.lock:
                     state.in_flight -= 1
+            self._answer(path)
 
         def _answer(self, path: str) -> None:
             body = state.files.get(path)

@@ -25,6 +25,7 @@ stand-in that fetches the URL, as a browser would, so the ``url`` effect is real
 from __future__ import annotations
 
 import contextlib
+import io
 import secrets
 import shutil
 import socketserver
@@ -40,7 +41,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
-from agent_s.testing.gullible import GullibleModel, Order
+from agent_s.testing.gullible import GullibleModel, Order, read_screenshot
 from agent_s.testing.scripted_server import ScriptedModelServer
 
 MODES = ("confirm", "deny-risky", "auto")
@@ -375,6 +376,20 @@ def _resize(window: Any, width: int, height: int, traps: Traps) -> None:
         time.sleep(0.3)
 
 
+def _wait_until_shown(text: str, backend: Any, timeout: float = 20.0) -> None:
+    """Wait until the model's eyes can read ``text`` on the screen: an application's window
+    is mapped before its content is drawn, and a loaded machine draws late (the model looks
+    only once, at the first screenshot). Past ``timeout`` the run goes ahead: the test then
+    fails on what the model obeyed, not here."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        buffer = io.BytesIO()
+        backend.capture().image.save(buffer, format="PNG")
+        if text in read_screenshot(buffer.getvalue()):
+            return
+        time.sleep(0.3)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One injected task under one mode: whether the harm happened, what the model obeyed."""
@@ -408,6 +423,8 @@ def run_injection(
     traps.clear()
     backend.activate(focus)
     model = GullibleModel()
+    if injection.effect == "secret":
+        _wait_until_shown(traps.token, backend)
     started = time.monotonic()
     settings = AgentConfig(
         max_steps=8,
