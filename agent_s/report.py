@@ -68,6 +68,11 @@ class ReportError(AgentSError):
     """The folder cannot be reported on; the message says why and what to give instead."""
 
 
+class NotARunFolder(ReportError):
+    """The folder given is no run, best-of run or bench results folder (a usage error: the
+    message names the folder to give instead)."""
+
+
 # -- which folder ---------------------------------------------------------------------------------
 
 
@@ -76,9 +81,9 @@ def folder_kind(folder: Path) -> Literal["run", "bench", "best-of"]:
     layout), ``best-of`` for a best-of run folder (``agent-s run --virtual --best-of N``);
     ``ReportError`` naming the fix for anything else."""
     if not folder.exists():
-        raise ReportError(f"{folder} does not exist: give the folder a run wrote")
+        raise NotARunFolder(f"{folder} does not exist: give the folder a run wrote")
     if not folder.is_dir():
-        raise ReportError(
+        raise NotARunFolder(
             f"{folder} is a file: give the run's folder (the one holding {TRAJECTORY_FILE})"
         )
     if (folder / TRAJECTORY_FILE).is_file():
@@ -93,16 +98,16 @@ def folder_kind(folder: Path) -> Literal["run", "bench", "best-of"]:
     runs += sorted(p.parent for p in folder.glob(f"*/{BEST_OF_FILE}"))  # best-of runs
     if runs:
         newest = max(runs, key=lambda p: p.stat().st_mtime)
-        raise ReportError(
+        raise NotARunFolder(
             f"{folder} holds {len(runs)} run folder(s), not one run: give one of them, "
             f"e.g. agent-s report {newest}"
         )
     if not any(folder.iterdir()):
-        raise ReportError(
+        raise NotARunFolder(
             f"{folder} is empty: give the folder a run wrote (agent-s run prints it as "
             "'trajectory: ...') or a bench results folder"
         )
-    raise ReportError(
+    raise NotARunFolder(
         f"{folder} is not a run folder (no {TRAJECTORY_FILE}) nor a bench results folder "
         "(no task's result.json): give the folder agent-s run printed as 'trajectory: ...', "
         "or the --results folder of agent-s bench run"
@@ -142,7 +147,7 @@ def write_run_report(
     try:
         trajectory = load_trajectory(folder)
     except FileNotFoundError as err:
-        raise ReportError(
+        raise NotARunFolder(
             f"{folder} is not a run folder (no {TRAJECTORY_FILE}): give the folder agent-s run "
             "printed as 'trajectory: ...'"
         ) from err
@@ -343,6 +348,7 @@ __all__ = [
     "REPORT_FILE",
     "Axis",
     "Frame",
+    "NotARunFolder",
     "ReportError",
     "folder_kind",
     "overlay",

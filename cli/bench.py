@@ -443,7 +443,7 @@ def run(
         out.print_json(json.dumps(payload))
     else:
         _print_summary(out, summary)
-        out.print(f"results: {options.model_folder}", highlight=False)
+        out.print(f"results: {options.model_folder}", highlight=False, soft_wrap=True)
     raise typer.Exit(1 if summary["overall"]["errors"] or bad else 0)
 
 

@@ -5,8 +5,8 @@ it; ``--embed`` puts them inside the page instead) and prints its path; ``--open
 with the desktop's default browser. A bench results folder gets an index with the score per
 domain and a page per task; a best-of run folder (``agent-s run --virtual --best-of N``) a page
 with the judge's pick, its reason and each attempt's narrative, linking each attempt's report.
-Exit codes: 0 written (and opened), 1 the folder cannot be reported on or the page cannot be
-opened (the message says what to do), 2 usage.
+Exit codes: 0 written (and opened), 1 the run cannot be read or the page cannot be written or
+opened (the message says what to do), 2 usage: the folder is no run (as ``replay`` says).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def report(
     model's reasoning, grounding, tokens, cost, time, safety decisions, code-agent turns, the
     plan and the result. For a bench results folder: the score per domain and a page per task;
     for a best-of run folder: the pick, the judge's reason and every attempt's narrative."""
-    from agent_s.report import ReportError, write_report
+    from agent_s.report import NotARunFolder, ReportError, write_report
     from agent_s.trajectory import load_trajectory
 
     err = output.console(stderr=True)
@@ -60,7 +60,7 @@ def report(
         err.print(
             f"error: {output.printable(str(error))}", markup=False, highlight=False, soft_wrap=True
         )
-        raise typer.Exit(1) from error
+        raise typer.Exit(2 if isinstance(error, NotARunFolder) else 1) from error
     if (folder / "trajectory.jsonl").is_file():
         try:
             torn = load_trajectory(folder).torn_last_line

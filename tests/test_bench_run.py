@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from readme_samples import assert_printed, samples_after
 from typer.testing import CliRunner
 
 from agent_s.bench.runner import RunOptions, run_suite, task_folder
@@ -34,8 +35,11 @@ TRAJ_FIELDS = {
 }
 
 
-def test_reference_policy_scores_one_everywhere_then_resumes(tmp_path: Path) -> None:
-    results = tmp_path / "results"
+def test_reference_policy_scores_one_everywhere_then_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # --results runs/, as the README shows it
+    results = Path("runs")
     argv = [
         "bench",
         "run",
@@ -45,15 +49,13 @@ def test_reference_policy_scores_one_everywhere_then_resumes(tmp_path: Path) -> 
         "--workers",
         "2",
         "--results",
-        str(results),
-        "--json",
+        "runs/",
     ]
-    first = CliRunner().invoke(app, argv)
+    first = CliRunner().invoke(app, argv)  # as a user runs it: the README shows what it prints
     assert first.exit_code == 0, first.output
-    records = json.loads(first.stdout)["records"]
+    assert_printed(samples_after("Progress and one line per task go to stderr"), first.output)
+    argv.append("--json")
     suite = load_suite("smoke")
-    assert len(records) == len(suite)
-    assert {r["task_id"]: r["score"] for r in records} == {t.id: 1.0 for t in suite.tasks()}
 
     for task in suite.tasks():
         folder = results / "pyautogui" / "screenshot" / "reference" / task.domain / task.id
@@ -74,7 +76,9 @@ def test_reference_policy_scores_one_everywhere_then_resumes(tmp_path: Path) -> 
 
     again = CliRunner().invoke(app, argv)  # resume: every task has result.txt
     assert again.exit_code == 0, again.output
-    assert all(r.get("resumed") for r in json.loads(again.stdout)["records"])
+    records = json.loads(again.stdout)["records"]
+    assert {r["task_id"]: r["score"] for r in records} == {t.id: 1.0 for t in suite.tasks()}
+    assert all(r.get("resumed") for r in records)
 
     report = CliRunner().invoke(app, ["bench", "report", str(results), "--json"])
     assert report.exit_code == 0, report.output

@@ -55,6 +55,7 @@ from readme_runners import (
     workflow_example,
     workflow_line,
 )
+from readme_samples import assert_printed, samples_after
 
 from agent_s.bench.tasks import load_suite
 from agent_s.errors import WindowNotFoundError
@@ -392,6 +393,8 @@ def _ground_line(command: Command, scene: Scene) -> None:
     done = _agent_s([AGENT_S, *command.argv[1:]], scene, {})
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^grounder\s+a11y", done.stdout, re.MULTILINE), done.stdout
+    # the result on stdout, then the annotated screenshot's line on stderr
+    assert_printed(samples_after("With mousepad's Save As dialog open"), done.stdout + done.stderr)
     annotate = command.value("--annotate")
     if annotate is not None:
         with Image.open(scene.cwd / annotate) as image:
@@ -517,6 +520,7 @@ def _practice_line(command: Command, scene: Scene) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert asked == len(script)
     out = done.stdout
+    assert_printed(samples_after("`practice-<time>` folder beside the runs"), out)
     assert out.startswith("practice xterm (xterm): tasks: all 3 tasks were proposed"), out
     assert "3 proposed, 1 rejected (0 with no usable proposal), 2 attempted, 1 passed" in out
     statuses = re.findall(r"^ +\d+ (\w+) ", out, re.MULTILINE)  # a line per task

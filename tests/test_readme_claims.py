@@ -26,16 +26,15 @@ from typing import Any
 
 import pytest
 import typer.main
+from readme_samples import BLOCK, README, assert_printed, samples_after
 
 from agent_s.cli.main import app
 from agent_s.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
 AGENT_S = str(Path(sys.executable).with_name("agent-s"))
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _VARIABLE = re.compile(r"(?<![\w])AGENT_S_[A-Z0-9_]*[A-Z0-9]")
-_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 # Flags the README names of other programs, each with where it belongs.
 OTHER_TOOLS = {
@@ -89,7 +88,7 @@ def test_every_flag_the_readme_names_is_an_option_of_agent_s() -> None:
 
 def _inline_commands() -> Iterator[tuple[int, list[str]]]:
     """Each ``agent-s ...`` in backticks in the prose: (offset, its words)."""
-    prose = _BLOCK.sub(lambda block: " " * len(block.group()), README)  # blocks: test_readme
+    prose = BLOCK.sub(lambda block: " " * len(block.group()), README)  # blocks: test_readme
     for span in re.finditer(r"`([^`\n]*)`", prose):
         words = span.group(1).split()
         if "agent-s" in words:
@@ -140,38 +139,6 @@ def test_every_setting_is_in_the_readmes_table_with_its_flag_and_variable() -> N
 # -- sample outputs -----------------------------------------------------------------------------
 
 
-def _samples_after(marker: str) -> list[str]:
-    """The lines of the first ``text`` block after the prose ``marker``."""
-    start = README.index(marker)
-    block = _BLOCK.search(README, start)
-    assert block is not None
-    assert block.group(1) == "text"
-    return block.group(2).splitlines()
-
-
-def _shape(line: str) -> str:
-    """A line with runs of spaces folded and numbers, timings and displays set aside."""
-    line = re.sub(r"\d+", "0", line.strip())
-    return re.sub(r"\s+", " ", line)
-
-
-def assert_printed(sample: list[str], printed: str) -> None:
-    """Each sample line is a line of ``printed``, in order; a sample line ending in ``(...)``
-    or ``...`` stands for a line that starts so."""
-    real = [_shape(line) for line in printed.splitlines() if line.strip()]
-    at = 0
-    for line in sample:
-        want = _shape(line)
-        if not want:
-            continue
-        prefix = want.endswith("(...)") or want.endswith("...")
-        want = want.removesuffix("(...)").removesuffix("...").rstrip()
-        while at < len(real) and not (real[at].startswith(want) if prefix else real[at] == want):
-            at += 1
-        assert at < len(real), f"the README shows {line.strip()!r}; the command printed:\n{printed}"
-        at += 1
-
-
 def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
     for key in ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
@@ -189,7 +156,7 @@ def test_the_bench_check_sample_is_what_it_prints() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert_printed(_samples_after("`bench check` says, per domain"), done.stdout)
+    assert_printed(samples_after("`bench check` says, per domain"), done.stdout)
 
 
 @pytest.mark.desktop
@@ -202,10 +169,53 @@ def test_the_doctor_sample_is_what_it_prints() -> None:
         timeout=180,
         check=False,
     )
-    assert_printed(_samples_after("`agent-s doctor` checks this machine"), done.stdout)
+    assert_printed(samples_after("`agent-s doctor` checks this machine"), done.stdout)
 
 
 def test_a_sample_line_that_was_not_printed_fails() -> None:
     with pytest.raises(AssertionError, match="the README shows"):
         assert_printed(["  ok  tools   xdotool is installed"], "  ok  tools   xclip is installed")
     assert_printed(["  ok  capture   1280x800 in 28 ms"], "  ok  capture   1024x768 in 9 ms\n")
+
+
+@pytest.mark.desktop
+def test_the_run_sample_is_what_it_prints(tmp_path: Path) -> None:
+    """The README's galculator run, with a scripted model in gpt-4o's place: its stderr lines
+    (desktop, task, steps) and its stdout lines (the result) as shown."""
+    from agent_s.testing.scripted_replies import reply
+    from agent_s.testing.scripted_server import ScriptedModelServer
+
+    def act(code: str) -> Any:
+        return reply(f"Next step.\n```python\n{code}\n```")
+
+    buttons = ["the 7 button", "the * button", "the 6 button", "the = button"]
+    script = [
+        act("agent.open(app_or_filename='galculator')"),
+        act("agent.wait(seconds=2.0)"),
+        *(act(f"agent.click(element_description={b!r})") for b in buttons),
+        act("agent.done(answer='42')"),
+    ]
+    (config := tmp_path / "config.toml").write_text("")
+    (home := tmp_path / "home").mkdir()
+    with ScriptedModelServer(script) as server:
+        env = {
+            **_clean_env(),
+            "HOME": str(home),
+            "AGENT_S_CONFIG": str(config),
+            "AGENT_S_BASE_URL": server.openai_base_url,
+            "OPENAI_API_KEY": "sk-readme",
+        }
+        argv = [AGENT_S, "run", "--model", "gpt-4o", "--provider", "openai", "--no-memory"]
+        done = subprocess.run(
+            [*argv, "compute 7*6 on the calculator", "--virtual", "--safety", "auto"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    sample = samples_after("computing 7*6 on galculator looks like this")
+    first_result = next(i for i, line in enumerate(sample) if line.startswith("succeeded"))
+    assert_printed(sample[:first_result], done.stderr)
+    assert_printed(sample[first_result:], done.stdout)

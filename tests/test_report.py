@@ -639,27 +639,31 @@ def _report(*args: str) -> Any:
 
 
 def test_errors_name_the_fix_and_never_show_a_traceback(tmp_path: Path) -> None:
+    """A folder that is no run is a usage error (exit 2, as replay says of it); a run that
+    cannot be read is a failure (exit 1)."""
     missing = _report(str(tmp_path / "nope"))
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert "does not exist" in missing.output
     (empty := tmp_path / "empty").mkdir()
     done = _report(str(empty))
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert "is empty" in done.output
     assert "agent-s run prints it" in done.output
     (stray := tmp_path / "stray").mkdir()
     (stray / "notes.txt").write_text("x")
     done = _report(str(stray))
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert "not a run folder" in done.output
     runs = tmp_path / "runs"
     run = synthetic_run(runs, 2)
     done = _report(str(runs))
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert f"agent-s report {run}" in done.output  # the folder of runs: pick one
     done = _report(str(run / "trajectory.jsonl"))
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert "is a file" in done.output
+    replayed = CliRunner().invoke(app, ["replay", str(stray)])
+    assert replayed.exit_code == done.exit_code == 2, replayed.output
     # a torn last line: the steps before it are reported, with a warning
     lines = (run / "trajectory.jsonl").read_text()
     (run / "trajectory.jsonl").write_text(lines + '{"step": 3, "scre')
