@@ -219,3 +219,23 @@ def test_the_run_sample_is_what_it_prints(tmp_path: Path) -> None:
     first_result = next(i for i, line in enumerate(sample) if line.startswith("succeeded"))
     assert_printed(sample[:first_result], done.stderr)
     assert_printed(sample[first_result:], done.stdout)
+
+
+# The prose before each sample output and the test that runs its command and compares.
+SAMPLES = {
+    "computing 7*6 on galculator looks like this": "test_the_run_sample_is_what_it_prints",
+    "With mousepad's Save As dialog open": "test_readme.py::_ground_line",
+    "`agent-s doctor` checks this machine": "test_the_doctor_sample_is_what_it_prints",
+    "`practice-<time>` folder beside the runs": "test_readme.py::_practice_line",
+    "`bench check` says, per domain": "test_the_bench_check_sample_is_what_it_prints",
+    "Progress and one line per task go to stderr": "test_bench_run.py (reference policy)",
+}
+
+
+def test_every_sample_output_is_compared_with_its_command() -> None:
+    """A new ``text`` block in the README needs its marker above and a test that runs it."""
+    after = (BLOCK.search(README, README.index(marker)) for marker in SAMPLES)
+    checked = {block.start() for block in after if block is not None}
+    blocks = {m.start() for m in BLOCK.finditer(README) if m.group(1) == "text"}
+    unchecked = [_readme_line(at) for at in sorted(blocks - checked)]
+    assert not unchecked, f"sample outputs no test compares with the command: {unchecked}"
