@@ -14,6 +14,8 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_s import _moved
+
 __version__ = "0.1.0"
 
 
@@ -32,19 +34,20 @@ def _checkout_subpackages() -> None:
 
 
 _checkout_subpackages()
+_moved.install()  # old module paths (agent_s.agent, agent_s.config, ...) for one release
 
 _HOME = {
-    "Agent": "agent_s.agent",
-    "Step": "agent_s.step",
-    "StepReport": "agent_s.step",
-    "AgentConfig": "agent_s.config",
-    "ConfigError": "agent_s.config",
-    "GroundingConfig": "agent_s.config",
-    "ModelConfig": "agent_s.config",
-    "CommandCheck": "agent_s.result",
-    "RunResult": "agent_s.result",
-    "RunStatus": "agent_s.result",
-    "load_trajectory": "agent_s.trajectory",
+    "Agent": "agent_s.loop.agent",
+    "Step": "agent_s.record.step",
+    "StepReport": "agent_s.record.step",
+    "AgentConfig": "agent_s.settings.config",
+    "ConfigError": "agent_s.settings.config",
+    "GroundingConfig": "agent_s.settings.config",
+    "ModelConfig": "agent_s.settings.config",
+    "CommandCheck": "agent_s.record.result",
+    "RunResult": "agent_s.record.result",
+    "RunStatus": "agent_s.record.result",
+    "load_trajectory": "agent_s.record.trajectory",
 }
 __all__ = [
     "Agent",
@@ -76,8 +79,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from agent_s.agent import Agent
-    from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
-    from agent_s.result import CommandCheck, RunResult, RunStatus
-    from agent_s.step import Step, StepReport
-    from agent_s.trajectory import load_trajectory
+    from agent_s.loop.agent import Agent
+    from agent_s.record.result import CommandCheck, RunResult, RunStatus
+    from agent_s.record.step import Step, StepReport
+    from agent_s.record.trajectory import load_trajectory
+    from agent_s.settings.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig

@@ -57,17 +57,17 @@ from typing import Any
 
 from PIL import Image
 
-from agent_s.agent import Agent
-from agent_s.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
-from agent_s.context import ContextPolicy
 from agent_s.desktop.base import DesktopBackend, Monitor, ScreenGeometry, Screenshot
 from agent_s.grounding import Grounder, ModelGrounder, Observation
+from agent_s.loop.agent import Agent
+from agent_s.loop.context import ContextPolicy
 from agent_s.models.endpoints import COMPATIBLE_KEY_ENV, PROVIDERS, ProviderName
 from agent_s.models.errors import BudgetExceeded, ModelError
 from agent_s.models.factory import build_provider
 from agent_s.models.profiles import ProfileRegistry
 from agent_s.prompting import OS_NAMES, OsName
-from agent_s.result import Ending, RunEnded, RunStatus, error_ending, final_ending
+from agent_s.record.result import Ending, RunEnded, RunStatus, error_ending, final_ending
+from agent_s.settings.config import AgentConfig, ConfigError, GroundingConfig, ModelConfig
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def model_config(
     it (see the module docstring); ``environ``: the variables (default: the process's).
     ``default_temperature`` False: no temperature unless the params give one.
     ``default_engine``: the ``engine_type`` when the params name none."""
-    from agent_s.settings import load_settings
+    from agent_s.settings.read import load_settings
 
     env = os.environ if environ is None else environ
     name, engine = _engine(engine_params, default_engine)

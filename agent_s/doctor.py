@@ -214,7 +214,7 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
 def _code_containment(sandbox: str) -> Check:
     """Which containment model-written code and checks get here under ``--code-sandbox
     sandbox`` (the setting ``agent-s run`` reads), in one line."""
-    from agent_s.containment import containment_problem, sandbox_in_force, sandbox_problem
+    from agent_s.coding.containment import containment_problem, sandbox_in_force, sandbox_problem
 
     sandboxed, line = sandbox_in_force(sandbox)
     if sandboxed:
@@ -323,7 +323,7 @@ def provider_checks(
     """One check per configured model: the generation model ("model"), and the grounding
     model ("grounding model") when one is set. ``environ`` is read here, as ``agent-s run``
     reads it (flags first, then ``AGENT_S_*``, then the provider's key variable)."""
-    from agent_s.config import ConfigError, GroundingConfig, ModelConfig
+    from agent_s.settings.config import ConfigError, GroundingConfig, ModelConfig
 
     checks: list[Check] = []
     if not (options.model or environ.get("AGENT_S_MODEL")):

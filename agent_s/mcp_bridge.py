@@ -36,8 +36,8 @@ from pydantic import ValidationError
 from agent_s.errors import AgentSError
 from agent_s.guards import files
 from agent_s.mcp_models import AnswerForm, ApprovalForm, McpSettings, RunOutcome
-from agent_s.safety import Approval, ApprovalRequest
-from agent_s.trajectory import RESULT_FILE, RUN_FILE, TRAJECTORY_FILE
+from agent_s.record.trajectory import RESULT_FILE, RUN_FILE, TRAJECTORY_FILE
+from agent_s.safety.gate import Approval, ApprovalRequest
 
 #: The first protocol revision where a server cannot send requests mid-call: questions ride an
 #: ``input_required`` result instead.
@@ -90,7 +90,7 @@ class _Run:
         self.timeout = timeout
         self.can_answer = False  # whether the client declared elicitation
         self.stopped = threading.Event()
-        self.control: Any = None  # agent_s.control.RunControl, once the agent exists
+        self.control: Any = None  # agent_s.loop.control.RunControl, once the agent exists
         self.thread: threading.Thread | None = None
         self.finished = False
         self.asked: dict[str, _Question] = {}  # questions out as input_required, by key
@@ -166,7 +166,7 @@ class Tools:
     """The tools' state: the settings, the record folder, the runs waiting for an answer."""
 
     def __init__(self, settings: McpSettings) -> None:
-        from agent_s.settings import flag_values, load_settings
+        from agent_s.settings.read import flag_values, load_settings
 
         self.settings = settings
         self.environ = dict(os.environ if settings.environ is None else settings.environ)
@@ -182,7 +182,7 @@ class Tools:
     # -- run_task ------
 
     def resolve(self, given: Mapping[str, Any]) -> Any:
-        from agent_s.settings import flag_values, load_settings
+        from agent_s.settings.read import flag_values, load_settings
 
         flags = {**self.settings.flags, **{k: v for k, v in given.items() if v is not None}}
         values = flag_values({k: v for k, v in flags.items() if k != "max_seconds"})
@@ -195,8 +195,8 @@ class Tools:
     ) -> _Run:
         """Check everything that can be checked before the desktop is touched, then start the
         run's thread. Problems raise ToolError."""
-        from agent_s.agent import Agent
-        from agent_s.control import RunControl
+        from agent_s.loop.agent import Agent
+        from agent_s.loop.control import RunControl
 
         if not task.strip():
             raise ToolError('the task is empty: give one, e.g. "open the calculator"')
@@ -257,9 +257,9 @@ class Tools:
         argv: tuple[str, ...] | None,
         safety: Any,
     ) -> _Finished:
-        from agent_s.effects import subject_for_code
-        from agent_s.result import CommandCheck
-        from agent_s.safety import SafetyGate
+        from agent_s.record.result import CommandCheck
+        from agent_s.safety.effects import subject_for_code
+        from agent_s.safety.gate import SafetyGate
 
         if argv is not None:  # the client's command is code to run: the gate judges it first
             gate = SafetyGate(safety, run.approve)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_s.result import RunResult
+from agent_s.record.result import RunResult
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class CheckOutcome(BaseModel):
 
 
 class RunOutcome(BaseModel):
-    """How a run ended (``agent_s.result.RunResult``, as data)."""
+    """How a run ended (``agent_s.record.result.RunResult``, as data)."""
 
     task: str
     status: str = Field(

@@ -9,7 +9,8 @@ Tools:
 - ``run_task``: do a task (``agent-s run``'s options and budgets: model, provider, grounding,
   max steps, max cost, max seconds, virtual, check, plan) and return the run's result as
   structured output (status, cause, reason, answer, steps, cost, trajectory folder). Settings are
-  resolved as ``agent-s run`` resolves them (``agent_s.settings``): the call's arguments, then the
+  resolved as ``agent-s run`` resolves them (``agent_s.settings.read``): the call's arguments, then
+  the
   flags ``agent-s mcp`` was started with, the ``AGENT_S_*`` variables, the configuration file, and
   ``run``'s defaults (safety ``confirm``, every run recorded). The base URL, the safety mode and
   the record folder are the server's only: a client cannot send the API key elsewhere, lower the
@@ -128,7 +129,7 @@ def build_server(settings: McpSettings) -> MCPServer[Any]:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def screenshot() -> Image:
         """The screen as it is now, as a PNG image."""
-        from agent_s import marks
+        from agent_s.marks import drawing as marks
 
         observation = await anyio.to_thread.run_sync(observe, tools.environ, False)
         data = await anyio.to_thread.run_sync(marks.png, observation.screenshot.image)

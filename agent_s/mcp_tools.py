@@ -26,8 +26,8 @@ from agent_s.mcp_models import (
     TrajectoryList,
     TrajectoryOutcome,
 )
-from agent_s.step import Step
-from agent_s.trajectory import load_trajectory
+from agent_s.record.step import Step
+from agent_s.record.trajectory import load_trajectory
 
 
 def observe(environ: Mapping[str, str], with_windows: bool) -> Any:

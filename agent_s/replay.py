@@ -63,7 +63,6 @@ from agent_s.actions import (
     parse_action,
 )
 from agent_s.actions.models import ActionModel
-from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 from agent_s.desktop.base import DesktopBackend, WindowInfo
 from agent_s.desktop.ops import Point
 from agent_s.desktop.watch import FieldReader, await_typed
@@ -71,7 +70,7 @@ from agent_s.errors import ActionParseError, AgentSError, describe_error
 from agent_s.grounding import Grounder, GroundingChain, GroundingResult, Observation
 from agent_s.grounding.locate import build_grounder, literal_point
 from agent_s.models.factory import build_provider
-from agent_s.result import (
+from agent_s.record.result import (
     Cause,
     Ending,
     Postcondition,
@@ -80,9 +79,10 @@ from agent_s.result import (
     error_ending,
     final_ending,
 )
-from agent_s.safety import Approver
-from agent_s.step import Step, call_text
-from agent_s.trajectory import Trajectory, load_trajectory
+from agent_s.record.step import Step, call_text
+from agent_s.record.trajectory import Trajectory, load_trajectory
+from agent_s.safety.gate import Approver
+from agent_s.settings.config import AgentConfig, GroundingConfig, ModelConfig
 
 #: How long a step waits for its recorded window to be the active one.
 WAIT_SECONDS = 10.0
@@ -376,7 +376,7 @@ class Replayer:
         on_step: Callable[[Step], None] | None = None,
         on_divergence: Callable[[Divergence], None] | None = None,
     ) -> None:
-        from agent_s.agent import Agent
+        from agent_s.loop.agent import Agent
 
         if heal and model is None:
             raise ValueError(

@@ -33,11 +33,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_s.config import AgentConfig, GroundingConfig, ModelConfig
 from agent_s.desktop.base import DesktopBackend
 from agent_s.memory.entries import Provenance, Skill
 from agent_s.memory.parameters import extract_parameters, instantiate
 from agent_s.memory.store import MemoryStore, StoredWorkflow, check_workflow_name
+from agent_s.record.result import Postcondition, RunStatus
+from agent_s.record.step import Step
+from agent_s.record.trajectory import load_trajectory
 from agent_s.replay import (
     WAIT_SECONDS,
     Divergence,
@@ -47,10 +49,8 @@ from agent_s.replay import (
     replay,
     script_of,
 )
-from agent_s.result import Postcondition, RunStatus
-from agent_s.safety import Approver
-from agent_s.step import Step
-from agent_s.trajectory import load_trajectory
+from agent_s.safety.gate import Approver
+from agent_s.settings.config import AgentConfig, GroundingConfig, ModelConfig
 
 
 class Workflow(BaseModel):

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from agent_s.cli.output import ask_line, printable
 from agent_s.guards import files
-from agent_s.safety import RUN_CODE, Approval, ApprovalRequest
+from agent_s.safety.gate import RUN_CODE, Approval, ApprovalRequest
 
 _ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 _MAX_TRIES = 5

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from agent_s.bench.runner import Backend, MemoryMode
     from agent_s.bench.tasks import BadTaskFile
     from agent_s.bestofn.judge import JudgeMode
-    from agent_s.settings import Settings
+    from agent_s.settings.read import Settings
 
 bench_app = typer.Typer(
     help="Run OSWorld-format task suites and score them.",
@@ -263,8 +263,8 @@ def run(
     from agent_s.bench.runner import RunCancelled, RunOptions, run_suite
     from agent_s.bench.tasks import TaskFormatError, load_references, load_suite
     from agent_s.cli.options import api_key as given_key
-    from agent_s.code_runner import sandbox_problem
-    from agent_s.config import ConfigError
+    from agent_s.coding.runner import sandbox_problem
+    from agent_s.settings.config import ConfigError
 
     out, err = output.console(), output.console(stderr=True)
     try:
@@ -468,7 +468,7 @@ def bench_defaults(problem: str | None) -> dict[str, Any]:
     under bubblewrap where it works (``problem``: why it does not, from
     ``code_runner.sandbox_problem``)."""
     return {
-        # any web host: the tasks browse, on a desktop thrown away (agent_s.leaks)
+        # any web host: the tasks browse, on a desktop thrown away (agent_s.safety.leaks)
         "safety": {"mode": "auto", "allow_hosts": ["*"]},
         "code_agent": {"sandbox": "bwrap" if problem is None else "none"},
     }
@@ -480,7 +480,7 @@ def bench_settings(
     """``bench run``'s settings: its defaults, the configuration file, the ``AGENT_S_*``
     variables, then ``flags`` (``{"--model": "gpt-4o", ...}``; None: not given). Every worker
     gets them as they are resolved here."""
-    from agent_s.settings import flag_values, load_settings
+    from agent_s.settings.read import flag_values, load_settings
 
     defaults = bench_defaults(problem)
     return load_settings(flag_values(flags), environ=environ, defaults=defaults)
@@ -489,7 +489,7 @@ def bench_settings(
 def _safety(err: Console, settings: Settings, problem: str | None, *, sandbox_given: bool) -> None:
     """Refuse a bubblewrap sandbox that cannot work; warn when code will run without it, and
     when the safety mode will refuse what nobody can approve."""
-    from agent_s.config import ConfigError
+    from agent_s.settings.config import ConfigError
 
     code, mode = settings.code_agent, settings.safety.mode
     if code.enabled and code.sandbox == "bwrap" and problem is not None:

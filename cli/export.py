@@ -1,6 +1,6 @@
 """``agent-s export RUN_DIR --format osworld|openai|anthropic [--out PATH]``: a recorded run as
 OSWorld's ``traj.jsonl`` (a folder, with the screenshots) or as a provider's message list (one
-JSON file, screenshots as base64 images): ``agent_s.export``. Prints the path written. Exit
+JSON file, screenshots as base64 images): ``agent_s.report.export``. Prints the path written. Exit
 codes: 0 written, 2 usage or a folder that is no recorded run."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def export(
     ] = None,
 ) -> None:
     """Write a recorded run as OSWorld's traj.jsonl or a provider's message list."""
-    from agent_s.export import export as write
+    from agent_s.report.export import export as write
 
     try:
         written = write(run_dir, fmt, out)

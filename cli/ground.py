@@ -168,7 +168,7 @@ def _grounder(
 def annotate(observation: Observation, result: GroundingResult, out: Path) -> None:
     """Save the screenshot with the box (outlined, labelled with the grounder) and the point
     (ringed) drawn on it."""
-    from agent_s import marks
+    from agent_s.marks import drawing as marks
 
     picture = marks.grounding_picture(
         observation.screenshot, result.point, result.box, label=result.grounder
@@ -181,7 +181,7 @@ def explain_picture(
 ) -> None:
     """Save the screenshot with every grounder's candidates outlined (red, labelled with the
     grounder and score; at most ``per_grounder`` each) and each answer (green, ringed)."""
-    from agent_s import marks
+    from agent_s.marks import drawing as marks
 
     drawn: list[marks.Mark] = []
     answers: list[marks.Mark] = []
@@ -354,7 +354,7 @@ def ground(
     from agent_s.grounding import GrounderUnavailable, GroundingError, NotFound
     from agent_s.grounding.chain import explain
     from agent_s.models.errors import AuthenticationError, ProviderUnavailable
-    from agent_s.settings import flag_values, load_settings
+    from agent_s.settings.read import flag_values, load_settings
 
     out, err = output.console(), output.console(stderr=True)
     given = {"--ground": mode, "--ground-url": ground_url, "--ground-model": ground_model}

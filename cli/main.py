@@ -96,7 +96,7 @@ def doctor(
     the flags, the AGENT_S_* variables and the configuration file."""
     from agent_s.doctor import ModelOptions, provider_checks, run_checks
     from agent_s.errors import AgentSError
-    from agent_s.settings import flag_values, load_settings
+    from agent_s.settings.read import flag_values, load_settings
 
     environ = dict(os.environ)
     flags = {

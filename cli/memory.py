@@ -60,9 +60,9 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 def _open(db: Path | None) -> MemoryStore:
     """``--db``, else the file ``agent-s run`` uses: ``[memory] path`` of the configuration,
     ``$AGENT_S_MEMORY_DB``, else the user's data folder."""
-    from agent_s.config import ConfigError
     from agent_s.memory import MemoryStore, MemoryStoreError
-    from agent_s.settings import load_settings
+    from agent_s.settings.config import ConfigError
+    from agent_s.settings.read import load_settings
 
     try:
         settings = load_settings().memory  # the file, and its bounds ([memory] max_*)

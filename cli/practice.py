@@ -1,6 +1,6 @@
 """``agent-s practice APP_OR_SUITE``: the model sets tasks, checks decide, memory keeps what works.
 
-A thin layer over ``agent_s.practice``: the settings are ``run``'s (flags, ``AGENT_S_*``
+A thin layer over ``agent_s.practice.session``: the settings are ``run``'s (flags, ``AGENT_S_*``
 variables, the configuration file), the memory file is ``--db`` (else ``$AGENT_S_MEMORY_DB``,
 else the user's data folder). Progress (a bar, a line per proposal, check, step and outcome)
 goes to stderr; the summary of what was learned to stdout, or with ``--json`` the whole report
@@ -29,7 +29,7 @@ from agent_s.cli import options, output
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
-    from agent_s.practice import PracticeEvent, PracticeReport
+    from agent_s.practice.session import PracticeEvent, PracticeReport
 
 # what ``practice`` does unless the file, a variable or a flag says otherwise
 PRACTICE_DEFAULTS = {
@@ -155,9 +155,9 @@ def practice(
     desktop, and what passed its check is kept in memory as skills and lessons "checked by a
     model-written check" (never as verified: only a check the user gives verifies)."""
     from agent_s.memory import MemoryStore
-    from agent_s.practice import PracticeBudget
-    from agent_s.practice import practice as run_practice
-    from agent_s.settings import flag_values, load_settings
+    from agent_s.practice.session import PracticeBudget
+    from agent_s.practice.session import practice as run_practice
+    from agent_s.settings.read import flag_values, load_settings
 
     out, err = output.console(), output.console(stderr=True)
     try:

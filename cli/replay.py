@@ -110,8 +110,8 @@ def run_script(script: Script, given: ReplayOptions) -> None:
         _writable_folder,
         run_settings,
     )
+    from agent_s.record.result import CommandCheck
     from agent_s.replay import Replayer
-    from agent_s.result import CommandCheck
 
     out, err = output.console(), output.console(stderr=True)
     flags: Mapping[str, Any] = {

@@ -50,8 +50,8 @@ def report(
     model's reasoning, grounding, tokens, cost, time, safety decisions, code-agent turns, the
     plan and the result. For a bench results folder: the score per domain and a page per task;
     for a best-of run folder: the pick, the judge's reason and every attempt's narrative."""
-    from agent_s.report import NotARunFolder, ReportError, write_report
-    from agent_s.trajectory import load_trajectory
+    from agent_s.record.trajectory import load_trajectory
+    from agent_s.report.run import NotARunFolder, ReportError, write_report
 
     err = output.console(stderr=True)
     try:

@@ -17,7 +17,8 @@ or code and a marked screen crop, and asked about (y / n / always for this run) 
 terminal; when it is not, nobody can approve and those actions are refused (the model is told).
 Every setting (model, grounding, limits, ``[safety]`` rules, ``[code_agent]``, ``[secrets]``,
 ``[profiles."MODEL"]`` prices) may also come from the configuration file (``$AGENT_S_CONFIG`` or
-``~/.config/agent-s/config.toml``) or an ``AGENT_S_*`` variable: ``agent_s.settings``; flags win
+``~/.config/agent-s/config.toml``) or an ``AGENT_S_*`` variable: ``agent_s.settings.read``; flags
+win
 over variables over the file over this command's defaults (``RUN_DEFAULTS``).
 
 Exit codes: 0 succeeded, 1 failed / infeasible / error, 2 usage or configuration error (nothing
@@ -51,8 +52,8 @@ from agent_s.cli import options, output
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
-    from agent_s.settings import Settings
-    from agent_s.step import Step
+    from agent_s.record.step import Step
+    from agent_s.settings.read import Settings
 
 # what ``run`` does unless the file, a variable or a flag says otherwise
 RUN_DEFAULTS: Mapping[str, Any] = {
@@ -75,7 +76,7 @@ def _safe(text: str) -> str:
 
 
 def _step_line(err: Console, step: Step) -> None:
-    from agent_s.context import describe_outcome
+    from agent_s.loop.context import describe_outcome
 
     where = "; ".join(
         f"({g.point[0]}, {g.point[1]}) via {g.grounder}" if g.point else f"not found ({g.grounder})"
@@ -326,7 +327,7 @@ def _memory_problems(err: Console, agent: Any) -> None:
 def run_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
     """``run``'s settings: its defaults, the configuration file, the ``AGENT_S_*`` variables,
     then ``flags`` (``{"--model": "gpt-4o", ...}``; None: not given)."""
-    from agent_s.settings import flag_values, load_settings
+    from agent_s.settings.read import flag_values, load_settings
 
     return load_settings(flag_values(flags), environ=environ, defaults=RUN_DEFAULTS)
 
@@ -484,9 +485,9 @@ def run(
     ] = None,
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
-    from agent_s.agent import Agent
-    from agent_s.control import RunControl
-    from agent_s.result import CommandCheck, RunStatus
+    from agent_s.loop.agent import Agent
+    from agent_s.loop.control import RunControl
+    from agent_s.record.result import CommandCheck, RunStatus
     from agent_s.view.session import terminal_indicator, terminal_waiter, watching
 
     out, err = output.console(), output.console(stderr=True)

@@ -24,7 +24,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_s.config import GroundMode as GroundMode  # re-exported: the names live with the settings
 from agent_s.grounding.types import (
     Attempt,
     AttemptOutcome,
@@ -38,6 +37,9 @@ from agent_s.grounding.types import (
     Observation,
 )
 from agent_s.models.errors import ModelError
+from agent_s.settings.config import (
+    GroundMode as GroundMode,
+)  # re-exported: the names live with the settings
 
 _MODEL_FREE = frozenset({"a11y", "ocr"})
 

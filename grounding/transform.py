@@ -23,7 +23,8 @@ Every link is bounds-checked and raises ``CoordinateError`` naming the stage. Co
 coordinates name the sent pixel they fall in; a sent pixel maps to the centre of the block of
 screenshot pixels it stands for.
 
-The other way, screen -> screenshot, serves the pictures drawn for people (``agent_s.marks``:
+The other way, screen -> screenshot, serves the pictures drawn for people
+(``agent_s.marks.drawing``:
 the dry-run plan, the approval crop, ``agent-s ground --annotate``), which may place a mark
 off the picture (``CoordinateChain.screen_to_pixel``, unchecked), and the accessibility
 grounder's "is it on this screenshot" test (``CoordinateChain.shows``). Accessibility extents

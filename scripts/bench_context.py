@@ -41,10 +41,10 @@ from PIL import Image, ImageDraw, ImageFont
 from s3_driver import INSTALL, S3Process, s3_python
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig
-from agent_s.context import ContextPolicy
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot
 from agent_s.grounding import Observation
 from agent_s.images import EncodedImage
+from agent_s.loop.context import ContextPolicy
 from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.factory import build_provider
 from agent_s.models.types import ImagePart, Message, ModelRequest, Provider, TextPart

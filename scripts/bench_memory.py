@@ -50,9 +50,9 @@ from PIL import Image
 
 from agent_s.bench.tasks import Task, load_suite
 from agent_s.memory.recall import retrievals
+from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 FIRST = "7d2a4c61-3e9b-4b7a-8f25-6a1d9e3c4b02"  # .log files into ~/logs/archive

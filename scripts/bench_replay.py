@@ -51,10 +51,10 @@ def phase(
     from agent_s.bench.environment import TaskEnvironment
     from agent_s.bench.scoring import evaluate
     from agent_s.bench.tasks import load_task
+    from agent_s.record.trajectory import load_trajectory
     from agent_s.replay import Replayer, script_of
     from agent_s.testing.scripted_replies import reply, slow
     from agent_s.testing.scripted_server import ScriptedModelServer
-    from agent_s.trajectory import load_trajectory
 
     task = load_task(task_path, domain=domain)
     settings = AgentConfig(record_dir=folder / "runs")

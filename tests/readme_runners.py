@@ -19,10 +19,10 @@ from PIL import Image
 from polling import poll
 
 from agent_s.memory import MemoryStore
+from agent_s.record.trajectory import load_trajectory
 from agent_s.replay import script_of
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 from agent_s.workflow import Workflow
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")

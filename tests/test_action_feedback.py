@@ -279,7 +279,7 @@ def test_open_says_when_no_window_is_shown_yet(
 ) -> None:
     """A program that shows no window (``true`` exits at once): ``open`` waits its bounded
     time, then says it launched and nothing is shown yet."""
-    monkeypatch.setattr("agent_s.act.OPEN_WAIT", 0.5)
+    monkeypatch.setattr("agent_s.loop.act.OPEN_WAIT", 0.5)
     script = [reply(act('agent.open("true")')), reply(act("agent.done()"))]
     with ScriptedModelServer(script) as server:
         result = agent_for(server, x11, tmp_path, settle_seconds=0).run("Run true")

@@ -53,7 +53,7 @@ S3_ACTIONS = {
     "done",
     "fail",
 }
-#: Our actions beyond Agent S3's: a question to the user (agent_s.agent's ask_user).
+#: Our actions beyond Agent S3's: a question to the user (agent_s.loop.agent's ask_user).
 ACTIONS = S3_ACTIONS | {"ask_user"}
 
 

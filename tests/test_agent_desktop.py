@@ -13,9 +13,9 @@ import pytest
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.desktop.ops import Point
 from agent_s.grounding import AccessibilityTree
+from agent_s.record.trajectory import find_secrets
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import find_secrets
 
 pytestmark = pytest.mark.desktop
 KEY = "sk-desktop-SECRET-9876543210"

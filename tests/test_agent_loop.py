@@ -19,10 +19,10 @@ from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus,
 from agent_s.actions.models import ENTER_PAUSE
 from agent_s.desktop import RecordingBackend
 from agent_s.desktop.ops import Click, Hotkey, MoveTo, Point, Sleep, TypeText
-from agent_s.result import CommandCheck
+from agent_s.record.result import CommandCheck
+from agent_s.record.trajectory import find_secrets
 from agent_s.testing.scripted_replies import rate_limited, refusal, reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import find_secrets
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 PARKED = Point(64, 64)  # the free spot farthest from a click at the centre of 1280x800

@@ -181,7 +181,7 @@ def test_run_goes_on_past_bad_files_and_reports_errors_truthfully(tmp_path: Path
 def test_the_index_shows_each_instruction_and_a_right_infeasible_answer_as_a_success(
     tmp_path: Path,
 ) -> None:
-    from agent_s.report_bench import write_bench_report
+    from agent_s.report.bench import write_bench_report
 
     model = tmp_path / "results" / "pyautogui" / "screenshot" / "m"
     records = {

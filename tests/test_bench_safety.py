@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from agent_s.bench.tasks import load_suite
 from agent_s.cli.main import app
-from agent_s.code_runner import sandbox_problem
+from agent_s.coding.runner import sandbox_problem
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

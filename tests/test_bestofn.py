@@ -29,8 +29,8 @@ from agent_s.bestofn.narrative import changed_regions, narrate_steps
 from agent_s.models.endpoints import ProviderSettings
 from agent_s.models.factory import build_provider
 from agent_s.prompting import Platform
-from agent_s.result import RunEnded, RunResult
-from agent_s.step import Step as AgentStep
+from agent_s.record.result import RunEnded, RunResult
+from agent_s.record.step import Step as AgentStep
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
@@ -537,7 +537,7 @@ def test_attempts_that_agree_with_their_check_passed_stop_the_rest(tmp_path: Pat
 def test_the_budget_covers_every_attempt_and_the_judge() -> None:
     from agent_s.bestofn.config import BestOfConfig
     from agent_s.bestofn.live import attempt_settings
-    from agent_s.settings import load_settings
+    from agent_s.settings.read import load_settings
 
     settings = load_settings(
         {"limits": {"max_cost": 1.0, "max_steps": 30, "max_seconds": 600}}, environ={}
@@ -604,7 +604,7 @@ def test_changed_regions_are_found_and_scaled_to_the_screen(tmp_path: Path) -> N
 
 def test_a_step_narrative_says_what_the_signals_show(tmp_path: Path) -> None:
     from agent_s.actions import parse_action
-    from agent_s.step import call_text
+    from agent_s.record.step import call_text
 
     shots = []
     for number, colour in ((1, "white"), (2, "white"), (3, "grey")):

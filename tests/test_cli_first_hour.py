@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 _CLEAN = {
@@ -285,7 +285,7 @@ def test_every_help_shows_flags_as_flags_and_whole_variable_names(columns: str) 
     import typer.main
 
     from agent_s.cli.main import app
-    from agent_s.settings import SETTINGS
+    from agent_s.settings.read import SETTINGS
 
     variables = {variable for _, variable in SETTINGS.values() if variable}
     by_flag = {flag: variable for flag, variable in SETTINGS.values() if flag and variable}

@@ -27,9 +27,9 @@ import pytest
 from PIL import Image
 
 from agent_s.desktop.virtual import marked_processes
+from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 
 pytestmark = pytest.mark.desktop
 

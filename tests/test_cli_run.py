@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_s.cli.main import app
+from agent_s.record.trajectory import find_secrets, load_trajectory
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import find_secrets, load_trajectory
 
 KEY = "sk-cli-SECRET-abcdef0123456789"
 AGENT_S = str(Path(sys.executable).parent / "agent-s")

@@ -17,10 +17,10 @@ import pytest
 from PIL import Image
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
-from agent_s.code_agent import parse_code_reply
-from agent_s.config import CodeAgentConfig, SafetyConfig
+from agent_s.coding.agent import parse_code_reply
 from agent_s.desktop import RecordingBackend
-from agent_s.safety import Approval, ApprovalRequest
+from agent_s.safety.gate import Approval, ApprovalRequest
+from agent_s.settings.config import CodeAgentConfig, SafetyConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
@@ -389,7 +389,7 @@ import json, sys
 from pathlib import Path
 from PIL import Image
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig
-from agent_s.config import CodeAgentConfig
+from agent_s.settings.config import CodeAgentConfig
 from agent_s.desktop import RecordingBackend
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
@@ -451,7 +451,7 @@ def test_ctrl_c_during_code_cancels_the_run_and_kills_the_code(work: Path, tmp_p
 
 
 def test_the_file_on_screen_is_found_from_the_window_title(tmp_path: Path) -> None:
-    from agent_s.code_agent import ScreenContext
+    from agent_s.coding.agent import ScreenContext
 
     docs = tmp_path / "Documents"
     docs.mkdir()

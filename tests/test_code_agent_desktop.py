@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.cli.main import app
-from agent_s.config import CodeAgentConfig, SafetyConfig
-from agent_s.safety import Approval
+from agent_s.safety.gate import Approval
+from agent_s.settings.config import CodeAgentConfig, SafetyConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agent_s.code_runner import CodeRunner, RunnerSettings, SandboxUnavailable, sandbox_problem
-from agent_s.containment import block_processes, end_block
+from agent_s.coding.containment import block_processes, end_block
+from agent_s.coding.runner import CodeRunner, RunnerSettings, SandboxUnavailable, sandbox_problem
 
 
 def settings(workdir: Path, **values: object) -> RunnerSettings:
@@ -190,7 +190,7 @@ def test_a_missing_working_folder_or_interpreter_is_reported(tmp_path: Path) -> 
 _DRIVER = """
 import sys
 from pathlib import Path
-from agent_s.code_runner import CodeRunner, RunnerSettings
+from agent_s.coding.runner import CodeRunner, RunnerSettings
 work = Path(sys.argv[1])
 with CodeRunner(RunnerSettings(workdir=work, timeout_s=120, python=sys.executable)) as runner:
     runner.run("bash", "sleep 300 &\\necho started > ready\\nsleep 300")

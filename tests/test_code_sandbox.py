@@ -32,13 +32,13 @@ import psutil
 import pytest
 from polling import wait_until
 
-from agent_s.code_runner import CodeRun, CodeRunner, RunnerSettings, sandbox_problem
-from agent_s.containment import (
+from agent_s.coding.containment import (
     containment_argv,
     containment_problem,
     launcher_argv,
     read_report,
 )
+from agent_s.coding.runner import CodeRun, CodeRunner, RunnerSettings, sandbox_problem
 
 BWRAP = sandbox_problem()
 needs_bwrap = pytest.mark.skipif(BWRAP is not None, reason=f"bubblewrap cannot run: {BWRAP}")
@@ -201,7 +201,7 @@ def test_a_daemon_is_killed_with_a_block_that_times_out(
 _CTRL_C_DRIVER = """
 import sys
 from pathlib import Path
-from agent_s.code_runner import CodeRunner, RunnerSettings
+from agent_s.coding.runner import CodeRunner, RunnerSettings
 work, code = Path(sys.argv[1]), sys.argv[2]
 with CodeRunner(RunnerSettings(workdir=work, timeout_s=120, python=sys.executable,
                                sandbox=sys.argv[3])) as runner:
@@ -272,7 +272,7 @@ print(json.dumps({"found": found, "marked": marked, "bait": bait.pid, "readable"
 _AGENT_DRIVER = """
 import sys
 from pathlib import Path
-from agent_s.code_runner import CodeRunner, RunnerSettings
+from agent_s.coding.runner import CodeRunner, RunnerSettings
 work, code, sandbox = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 with CodeRunner(RunnerSettings(workdir=work, python=sys.executable, sandbox=sandbox)) as runner:
     run = runner.run("python", code)

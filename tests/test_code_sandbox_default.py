@@ -17,8 +17,8 @@ import pytest
 from escapes import broken_bwrap, outside_tmp
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
-from agent_s.code_runner import sandbox_problem
-from agent_s.config import CodeAgentConfig, SafetyConfig
+from agent_s.coding.runner import sandbox_problem
+from agent_s.settings.config import CodeAgentConfig, SafetyConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
@@ -271,7 +271,7 @@ def test_a_plans_command_check_runs_contained_by_default(
 ) -> None:
     """A plan's subtask check is model-written too: with the SDK's defaults it may write in
     the working folder only and reaches no display."""
-    from agent_s.planning import PlanSettings
+    from agent_s.planning.plan import PlanSettings
 
     work = tmp_path / "work"
     work.mkdir()

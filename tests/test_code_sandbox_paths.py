@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_s.code_runner import CodeRunner, RunnerSettings, sandbox_problem
+from agent_s.coding.runner import CodeRunner, RunnerSettings, sandbox_problem
 
 
 @pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))

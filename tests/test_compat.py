@@ -286,8 +286,8 @@ def test_openai_and_anthropic_engines_and_the_temperature_default() -> None:
 
 def test_engine_defaults_and_what_is_missing_is_named() -> None:
     from agent_s.compat import GEMINI_URL, OPENROUTER_URL, PARASAIL_URL, model_config
-    from agent_s.config import ConfigError
     from agent_s.models.errors import AuthenticationError
+    from agent_s.settings.config import ConfigError
 
     keys = {"GEMINI_API_KEY": "g", "OPENROUTER_API_KEY": "o", "PARASAIL_API_KEY": "p"}
     urls = {

@@ -7,7 +7,10 @@ from datetime import date
 import pytest
 from PIL import Image, ImageDraw
 
-from agent_s.context import (
+from agent_s.desktop.base import WindowInfo
+from agent_s.grounding import TargetGrounding
+from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
+from agent_s.loop.context import (
     ContextPolicy,
     build_messages,
     build_reflection_messages,
@@ -18,9 +21,6 @@ from agent_s.context import (
     thoughts,
     with_feedback,
 )
-from agent_s.desktop.base import WindowInfo
-from agent_s.grounding import TargetGrounding
-from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
 from agent_s.models.types import ImagePart, Message, TextPart
 from agent_s.prompting import (
     Platform,
@@ -29,7 +29,7 @@ from agent_s.prompting import (
     today_line,
     worker_system_prompt,
 )
-from agent_s.step import Step, StepOutcome
+from agent_s.record.step import Step, StepOutcome
 
 SPEC = ImageSpec(format="jpeg", quality=85, max_long_side=1280)
 PLATFORM = Platform("linux", 1920, 1080, desktop="openbox")

@@ -25,13 +25,13 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from agent_s.cli.main import app
-from agent_s.export import export
 from agent_s.guards import files
 from agent_s.memory import MemoryStore
-from agent_s.report import write_report
-from agent_s.result import RunResult, RunStatus, Timings
-from agent_s.step import Step
-from agent_s.trajectory import TrajectoryWriter, load_trajectory
+from agent_s.record.result import RunResult, RunStatus, Timings
+from agent_s.record.step import Step
+from agent_s.record.trajectory import TrajectoryWriter, load_trajectory
+from agent_s.report.export import export
+from agent_s.report.run import write_report
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 SECRET = b"\x89PNG\r\n\x1a\n-----BEGIN OPENSSH PRIVATE KEY----- attacker-wants-this 0123456789"

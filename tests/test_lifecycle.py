@@ -31,9 +31,9 @@ import Xlib.XK
 from agent_s import lifecycle
 from agent_s.bench.tasks import load_suite
 from agent_s.desktop.virtual import VirtualDesktop, marked_processes
+from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 
 needs_desktop = pytest.mark.desktop  # conftest skips these, saying why, when Xvfb is missing
 AGENT_S = str(Path(sys.executable).parent / "agent-s")

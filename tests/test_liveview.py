@@ -28,9 +28,9 @@ from polling import wait_until
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.bench.chrome import DevTools, Page, free_port
-from agent_s.control import USER_ACTED, RunControl
 from agent_s.grounding import AccessibilityTree
-from agent_s.result import RunEnded, RunResult
+from agent_s.loop.control import USER_ACTED, RunControl
+from agent_s.record.result import RunEnded, RunResult
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 from agent_s.view import InputGuard, LiveView

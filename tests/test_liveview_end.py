@@ -24,7 +24,7 @@ from test_liveview import (  # noqa: F401 - chromium and screen are fixtures
 )
 
 from agent_s.bench.chrome import DevTools, Page
-from agent_s.control import RunControl
+from agent_s.loop.control import RunControl
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 from agent_s.view import LiveView

@@ -19,7 +19,7 @@ from polling import poll, wait_until
 from test_liveview import _page_state, _press, chromium, screen  # noqa: F401 - fixtures
 
 from agent_s.bench.chrome import DevTools
-from agent_s.control import RunControl
+from agent_s.loop.control import RunControl
 from agent_s.view import LiveView
 
 _ATTACK = """<!doctype html>

@@ -13,9 +13,9 @@ import pytest
 from polling import poll
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
-from agent_s.config import CodeAgentConfig
 from agent_s.grounding import AccessibilityTree
-from agent_s.planning import PlanSettings
+from agent_s.planning.plan import PlanSettings
+from agent_s.settings.config import CodeAgentConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agent_s import marks
 from agent_s.cli.ground import annotate
 from agent_s.desktop import ops
 from agent_s.desktop.base import Screenshot, WindowInfo
@@ -32,8 +31,9 @@ from agent_s.grounding import (
 from agent_s.grounding.accessibility import Element, toolkit_scales, window_outline
 from agent_s.grounding.transform import extents_to_screen
 from agent_s.grounding.types import Box
-from agent_s.safety import approval_image
-from agent_s.trajectory import draw_plan
+from agent_s.marks import drawing as marks
+from agent_s.record.trajectory import draw_plan
+from agent_s.safety.gate import approval_image
 
 RED, GREEN, WHITE = (255, 0, 0), (0, 200, 0), (255, 255, 255)
 TARGET = Point(-1000, 400)

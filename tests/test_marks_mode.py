@@ -35,9 +35,9 @@ from agent_s.desktop import RecordingBackend
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.ops import Click, Point
 from agent_s.grounding import AccessibilityTree, Box, Observation
-from agent_s.marks import MARK_TAG, numbered_picture, tag_places
-from agent_s.setofmarks import MarkEntry, Marker, MarkTable, check_marks
-from agent_s.settings import flag_values, load_settings
+from agent_s.marks.drawing import MARK_TAG, numbered_picture, tag_places
+from agent_s.marks.setofmarks import MarkEntry, Marker, MarkTable, check_marks
+from agent_s.settings.read import flag_values, load_settings
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 

@@ -26,9 +26,9 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from PIL import Image
 from test_mcp_auth import http_session
 
+from agent_s.record.trajectory import find_secrets
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import find_secrets
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -39,11 +39,11 @@ from agent_s.guards.trust import quote
 from agent_s.memory import Lesson, MemoryStore, Provenance, RunSummary, Skill, instantiate
 from agent_s.memory.learn import learn_from_run
 from agent_s.memory.recall import MEMORY_FILE, retrievals
-from agent_s.result import RunResult, RunStatus
-from agent_s.step import Step, SubStep, code_digest
+from agent_s.record.result import RunResult, RunStatus
+from agent_s.record.step import Step, SubStep, code_digest
+from agent_s.record.trajectory import TrajectoryWriter, load_trajectory
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
-from agent_s.trajectory import TrajectoryWriter, load_trajectory
 
 KEY = "sk-memory-test-0123456789abcdef"
 TASK = "Write the sum of the amount column of sales.csv into total.txt"

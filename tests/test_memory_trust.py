@@ -32,7 +32,6 @@ from PIL import Image
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig
 from agent_s.actions import DoneAction
-from agent_s.config import CodeAgentConfig
 from agent_s.desktop import RecordingBackend
 from agent_s.guards.trust import quote
 from agent_s.memory import (
@@ -46,12 +45,13 @@ from agent_s.memory import (
 )
 from agent_s.memory.learn import learn_from_run
 from agent_s.memory.recall import render_items
-from agent_s.planning import PlanSettings
-from agent_s.result import RunResult, RunStatus
-from agent_s.step import Step
+from agent_s.planning.plan import PlanSettings
+from agent_s.record.result import RunResult, RunStatus
+from agent_s.record.step import Step
+from agent_s.record.trajectory import TrajectoryWriter
+from agent_s.settings.config import CodeAgentConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import TrajectoryWriter
 
 KEY = "sk-trust-test-0123456789"
 AGENT_S = str(Path(sys.executable).with_name("agent-s"))

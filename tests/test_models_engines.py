@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_s.config import ConfigError, ModelConfig
 from agent_s.models import Message, ModelRequest, ProviderSettings, build_provider
 from agent_s.models.errors import AuthenticationError
+from agent_s.settings.config import ConfigError, ModelConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -17,7 +17,7 @@ import pytest
 from agent_s.models import Message, ModelRequest, RetryPolicy, Timeout, build_provider
 from agent_s.models._common import MAX_TEXT_CHARS, clip_text
 from agent_s.models.retry import request_timeout
-from agent_s.settings import flag_values, load_settings
+from agent_s.settings.read import flag_values, load_settings
 from agent_s.testing.scripted_replies import garbage, hang, malformed, reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

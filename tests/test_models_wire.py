@@ -215,7 +215,7 @@ def test_only_the_sdk_of_the_api_in_use_is_imported() -> None:
     when a provider of its API is built."""
     code = (
         "import sys\n"
-        "import agent_s, agent_s.agent, agent_s.cli.main, agent_s.cli.run\n"
+        "import agent_s, agent_s.loop.agent, agent_s.cli.main, agent_s.cli.run\n"
         "from agent_s.models.endpoints import ProviderSettings\n"
         "from agent_s.models.factory import build_provider\n"
         "before = sorted(m for m in ('openai', 'anthropic') if m in sys.modules)\n"

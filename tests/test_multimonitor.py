@@ -22,7 +22,6 @@ from typer.testing import CliRunner
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.cli.main import app as cli_app
-from agent_s.config import ConfigError
 from agent_s.desktop import _xproto
 from agent_s.desktop.base import Monitor, ScreenGeometry, WindowInfo
 from agent_s.desktop.monitors import monitor_to_capture, parse_monitor_choice
@@ -35,7 +34,8 @@ from agent_s.desktop.virtual import (
 )
 from agent_s.errors import DesktopSetupError
 from agent_s.grounding import AccessibilityTree
-from agent_s.settings import load_settings
+from agent_s.settings.config import ConfigError
+from agent_s.settings.read import load_settings
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

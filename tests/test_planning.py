@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agent_s.manager import EXAMPLE_PLAN
-from agent_s.planning import (
+from agent_s.planning.manager import EXAMPLE_PLAN
+from agent_s.planning.plan import (
     PLAN_MODES,
     CommandCheck,
     FileCheck,

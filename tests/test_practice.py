@@ -1,4 +1,4 @@
-"""Practice (``agent_s.practice``, ``agent-s practice``): real virtual desktops in worker
+"""Practice (``agent_s.practice.session``, ``agent-s practice``): real virtual desktops in worker
 processes, real xterm, the contained runner for checks, a real memory file, and the scripted
 model behind the OpenAI SDK answering the curriculum's calls and the agent's in one strict order.
 """
@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 from escapes import broken_bwrap, outside_tmp
 
-from agent_s.curriculum import (
+from agent_s.memory import Lesson, MemoryStore, Skill
+from agent_s.practice.curriculum import (
     BashCheckSpec,
     CommandCheckSpec,
     PracticeError,
     Proposal,
     parse_proposal,
 )
-from agent_s.memory import Lesson, MemoryStore, Skill
-from agent_s.practice import PracticeBudget, PracticeEvent, practice, practice_apps
-from agent_s.settings import Settings, flag_values, load_settings
+from agent_s.practice.session import PracticeBudget, PracticeEvent, practice, practice_apps
+from agent_s.settings.read import Settings, flag_values, load_settings
 from agent_s.testing.scripted_replies import reply, slow
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 

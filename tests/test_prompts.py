@@ -16,11 +16,11 @@ from snapshots_check import UPDATE, assert_snapshot
 
 from agent_s.actions import parse_action
 from agent_s.actions.catalogue import action_catalogue
-from agent_s.context import build_messages, build_reflection_messages
 from agent_s.desktop.base import WindowInfo
 from agent_s.grounding import TargetGrounding
 from agent_s.grounding.query import parse_query
 from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
+from agent_s.loop.context import build_messages, build_reflection_messages
 from agent_s.models.types import ImagePart, Message, TextPart
 from agent_s.prompting import (
     KNOWN_DESKTOPS,
@@ -40,7 +40,7 @@ from agent_s.prompting import (
     today_line,
     worker_system_prompt,
 )
-from agent_s.step import Step
+from agent_s.record.step import Step
 
 LINUX = Platform("linux", 1920, 1080, desktop="openbox")
 GNOME = Platform("linux", 1280, 800, desktop="gnome")

@@ -60,10 +60,10 @@ from readme_samples import assert_printed, samples_after
 from agent_s.bench.tasks import load_suite
 from agent_s.errors import WindowNotFoundError
 from agent_s.memory import MemoryStore, Skill
-from agent_s.settings import load_settings
+from agent_s.record.trajectory import load_trajectory
+from agent_s.settings.read import load_settings
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

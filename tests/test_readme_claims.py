@@ -29,7 +29,7 @@ import typer.main
 from readme_samples import BLOCK, README, assert_printed, samples_after
 
 from agent_s.cli.main import app
-from agent_s.settings import SETTINGS
+from agent_s.settings.read import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_S = str(Path(sys.executable).with_name("agent-s"))

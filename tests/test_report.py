@@ -33,17 +33,17 @@ from typer.testing import CliRunner
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus
 from agent_s.bench.chrome import DevTools, Page, free_port
 from agent_s.cli.main import app
-from agent_s.config import CodeAgentConfig, SafetyConfig
 from agent_s.grounding.locate import TargetGrounding
 from agent_s.models.types import Usage
-from agent_s.planning import PlanSettings
-from agent_s.report import ReportError, write_report
-from agent_s.result import RunResult, Timings
-from agent_s.safety import Approval
-from agent_s.step import ModelCall, Step, SubStep
+from agent_s.planning.plan import PlanSettings
+from agent_s.record.result import RunResult, Timings
+from agent_s.record.step import ModelCall, Step, SubStep
+from agent_s.record.trajectory import TrajectoryWriter, load_trajectory
+from agent_s.report.run import ReportError, write_report
+from agent_s.safety.gate import Approval
+from agent_s.settings.config import CodeAgentConfig, SafetyConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
-from agent_s.trajectory import TrajectoryWriter, load_trajectory
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = [

@@ -28,9 +28,9 @@ from PIL import Image, ImageDraw
 from snapshots_check import assert_snapshot as check_snapshot
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig
-from agent_s.config import ProviderName
 from agent_s.desktop import RecordingBackend
 from agent_s.desktop.base import WindowInfo
+from agent_s.settings.config import ProviderName
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
@@ -267,7 +267,7 @@ def _data_url(width: int, height: int) -> str:
 
 
 def test_an_unknown_platform_is_refused_with_the_choices() -> None:
-    from agent_s.config import ConfigError
+    from agent_s.settings.config import ConfigError
 
     with pytest.raises(ConfigError, match="platform must be one of linux, windows, darwin"):
         Agent(ModelConfig("openai", "gpt-4.1", "http://127.0.0.1:9/v1", KEY), platform="beos")  # type: ignore[arg-type]

@@ -14,10 +14,9 @@ from rich.console import Console
 
 from agent_s.actions import parse_action
 from agent_s.cli.approve import CliApprover
-from agent_s.config import AgentConfig, ConfigError, SafetyConfig, SafetyRule
 from agent_s.desktop.base import Screenshot, WindowInfo
 from agent_s.desktop.ops import Point
-from agent_s.safety import (
+from agent_s.safety.gate import (
     Approval,
     ApprovalRequest,
     Policy,
@@ -27,7 +26,8 @@ from agent_s.safety import (
     subject_for_action,
     subject_for_code,
 )
-from agent_s.settings import load_settings
+from agent_s.settings.config import AgentConfig, ConfigError, SafetyConfig, SafetyRule
+from agent_s.settings.read import load_settings
 
 XTERM = WindowInfo(1, "sh", "XTerm", 10, 0, 0, 800, 600, active=True)
 EDITOR = WindowInfo(2, "notes.txt - Mousepad", "Mousepad", 11, 0, 0, 800, 600, active=True)

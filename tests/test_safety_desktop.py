@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
-from agent_s.config import SafetyConfig
 from agent_s.desktop.ops import Point
-from agent_s.safety import Approval, ApprovalRequest
+from agent_s.safety.gate import Approval, ApprovalRequest
+from agent_s.settings.config import SafetyConfig
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -46,12 +46,12 @@ from agent_s.actions import (
     WaitAction,
     parse_action,
 )
-from agent_s.config import SafetyConfig, SafetyRule
 from agent_s.desktop import ops
 from agent_s.desktop.base import WindowInfo
 from agent_s.desktop.ops import Point
-from agent_s.effects import plan_effects
-from agent_s.safety import GuardStopped, Policy, SafetyGate, Subject, subject_for_action
+from agent_s.safety.effects import plan_effects
+from agent_s.safety.gate import GuardStopped, Policy, SafetyGate, Subject, subject_for_action
+from agent_s.settings.config import SafetyConfig, SafetyRule
 from agent_s.testing.scripted_replies import reply, slow
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -22,14 +22,14 @@ from typer.testing import CliRunner
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.cli.main import app
 from agent_s.cli.options import _without_key
-from agent_s.config import CodeAgentConfig, ConfigError
 from agent_s.desktop import RecordingBackend
 from agent_s.grounding import AccessibilityTree
-from agent_s.redact import PLACEHOLDER, Redactor
-from agent_s.settings import load_settings
+from agent_s.guards.redaction import PLACEHOLDER, Redactor
+from agent_s.record.trajectory import find_secrets
+from agent_s.settings.config import CodeAgentConfig, ConfigError
+from agent_s.settings.read import load_settings
 from agent_s.testing.scripted_replies import reply, server_error
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
-from agent_s.trajectory import find_secrets
 
 KEY = "sk-proj-SECRET-7f3a9c2e41d8b6"  # the API key given to the agent
 PIN = "shop-pin-4417-9921-zeta"  # marked secret by its variable's name

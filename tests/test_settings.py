@@ -21,9 +21,9 @@ from agent_s import AgentConfig, GroundingConfig, ModelConfig
 from agent_s.cli.bench import bench_settings
 from agent_s.cli.main import app
 from agent_s.cli.run import RUN_DEFAULTS, run_settings
-from agent_s.config import ConfigError, SafetyRule
 from agent_s.models.endpoints import ProviderSettings
-from agent_s.settings import Settings, load_settings
+from agent_s.settings.config import ConfigError, SafetyRule
+from agent_s.settings.read import Settings, load_settings
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from polling import wait_until
 
-from agent_s import act
 from agent_s.desktop import ops, settle
 from agent_s.desktop.base import perform
+from agent_s.loop import act
 
 
 @pytest.fixture

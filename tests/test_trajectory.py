@@ -13,9 +13,9 @@ from agent_s.actions import ClickAction, DoneAction, FailAction
 from agent_s.grounding import AttemptRecord, TargetGrounding
 from agent_s.images import ImageSpec, encode_screenshot
 from agent_s.models.types import Usage
-from agent_s.result import PostconditionResult, RunResult, RunStatus, Timings
-from agent_s.step import ModelCall, Step, SubStep
-from agent_s.trajectory import TrajectoryWriter, find_secrets, load_trajectory
+from agent_s.record.result import PostconditionResult, RunResult, RunStatus, Timings
+from agent_s.record.step import ModelCall, Step, SubStep
+from agent_s.record.trajectory import TrajectoryWriter, find_secrets, load_trajectory
 
 SECRET = "sk-live-abcdefghijklmnop"  # noqa: S105 - a fake key to search for
 BEFORE_STEP = Path(__file__).parent / "fixtures" / "trajectory_before_step_model"

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from agent_s.desktop.virtual import VirtualDesktop
+from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.trajectory import load_trajectory
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 _CLEAN = {

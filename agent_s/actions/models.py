@@ -11,7 +11,7 @@ Each action knows which referring expressions must be grounded to screen points
 The pointing actions (click, type into a field, scroll, drag and drop) take each element in one
 of two forms: a description (``element_description``), or the number of a mark drawn on the
 screenshot (``mark=17``, ``starting_mark`` / ``ending_mark``) when the run shows marks
-(set-of-marks, ``agent_s.setofmarks``). A mark is a target like a description
+(set-of-marks, ``agent_s.marks.setofmarks``). A mark is a target like a description
 (``Target.mark``); whether it is on the step's screenshot is checked against that step's mark
 table, not here, since parsing knows nothing of the screen.
 """

@@ -27,8 +27,8 @@ from agent_s.guards import files
 
 if TYPE_CHECKING:
     from agent_s.memory import MemoryStore
-    from agent_s.settings import Settings
-    from agent_s.step import Step
+    from agent_s.record.step import Step
+    from agent_s.settings.read import Settings
 
 PolicyName = Literal["agent", "reference", "noop"]
 POLICIES: tuple[PolicyName, ...] = ("agent", "reference", "noop")
@@ -108,9 +108,9 @@ def run_reference(
     from agent_s.desktop.base import perform
     from agent_s.errors import AgentSError
     from agent_s.grounding import GroundingError, Locator
-    from agent_s.result import RunResult, RunStatus
-    from agent_s.step import Step, call_text
-    from agent_s.trajectory import TrajectoryWriter
+    from agent_s.record.result import RunResult, RunStatus
+    from agent_s.record.step import Step, call_text
+    from agent_s.record.trajectory import TrajectoryWriter
 
     locator = Locator.for_mode("auto")
     recorder = OSWorldRecorder(folder, backend)
@@ -210,7 +210,7 @@ def run_agent(
     This process's environment gives the values of the variables marked secret. ``memory``:
     the store its prompts retrieve from (the agent learns nothing itself: the worker does, with
     the evaluator's verdict); ``frozen``: the store is only read."""
-    from agent_s.agent import Agent
+    from agent_s.loop.agent import Agent
 
     model = settings.build_model(api_key)
     grounding = settings.build_grounding()

@@ -54,7 +54,7 @@ from agent_s.guards import files
 
 if TYPE_CHECKING:
     from agent_s.bestofn.judge import JudgeMode
-    from agent_s.settings import Settings
+    from agent_s.settings.read import Settings
 
 Backend = Literal["local", "ray"]
 #: memory across the run's tasks (the agent policy): none; read a given store without writing;
@@ -77,7 +77,7 @@ class RunOptions:
     action_space: str = "pyautogui"
     observation: str = "screenshot"
     model_label: str = ""  # the results folder's model level; default: the model or the policy
-    # the agent policy's settings, resolved once (``agent_s.settings``); each worker gets them
+    # the agent policy's settings, resolved once (``agent_s.settings.read``); each worker gets them
     settings: Settings | None = None
     api_key: str | None = field(default=None, repr=False)  # sent in the environment only
     max_cost_usd: float | None = None  # for the whole run
@@ -112,7 +112,7 @@ class RunOptions:
         if self.address is not None and self.backend != "ray":
             raise ValueError("an address is for the ray backend only")
         if self.policy == "agent" and self.settings is None:
-            raise ValueError("the agent policy needs its settings (agent_s.settings)")
+            raise ValueError("the agent policy needs its settings (agent_s.settings.read)")
         if not self.model_label:
             name = self.settings.model.name if self.settings is not None else None
             self.model_label = name or self.policy

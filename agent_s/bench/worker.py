@@ -4,7 +4,7 @@ pyautogui binds to ``$DISPLAY`` when first imported, and AT-SPI to the D-Bus ses
 each task (with its own virtual desktop) runs in a fresh process. The spec (written by the
 runner into the task's folder) names the task file, the policy (with the reference solution to
 replay, from the references file or the task file) and, for the agent, the settings resolved
-once by ``bench run`` (``agent_s.settings.Settings.to_json``: no file or variable is read again
+once by ``bench run`` (``agent_s.settings.read.Settings.to_json``: no file or variable is read again
 for them); the API key, if any, comes in the ``AGENT_S_BENCH_API_KEY`` environment
 variable, never in a file.
 
@@ -48,7 +48,7 @@ from agent_s.guards import files
 if TYPE_CHECKING:
     from agent_s.bench.scoring import Score
     from agent_s.memory import MemoryStore
-    from agent_s.settings import Settings
+    from agent_s.settings.read import Settings
 
 RESULT_JSON = "result.json"
 RESULT_TXT = "result.txt"
@@ -109,7 +109,7 @@ def _learn(memory: MemoryStore, folder: Path, score: float, record: dict[str, An
 
     from agent_s.memory import MemoryStoreError
     from agent_s.memory.learn import learn_from_run
-    from agent_s.trajectory import load_trajectory
+    from agent_s.record.trajectory import load_trajectory
 
     trajectory = folder / "trajectory"
     try:
@@ -172,7 +172,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         elif policy == "noop":
             outcome = run_noop(task, env.backend, folder)
         else:
-            from agent_s.settings import Settings
+            from agent_s.settings.read import Settings
 
             settings = Settings.from_json(spec["settings"])
             key = os.environ.get("AGENT_S_BENCH_API_KEY") or None

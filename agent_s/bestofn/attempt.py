@@ -27,7 +27,7 @@ from agent_s import lifecycle
 from agent_s.bench.worker import LIFELINE_VAR
 from agent_s.bestofn.narrative import Caption, Narrative, narrate
 from agent_s.guards import files
-from agent_s.step import Step
+from agent_s.record.step import Step
 
 ATTEMPT_FILE = "attempt.json"
 KEY_VAR = "AGENT_S_BENCH_API_KEY"
@@ -66,12 +66,12 @@ def _progress(step: Step) -> None:
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the attempt ``spec`` describes; its record (also written to ``attempt.json``)."""
-    from agent_s.agent import Agent
     from agent_s.bestofn.captions import captioner
     from agent_s.desktop.choose import desktop_backend
     from agent_s.desktop.virtual import VirtualDesktop
-    from agent_s.result import CommandCheck, RunResult, RunStatus
-    from agent_s.settings import Settings
+    from agent_s.loop.agent import Agent
+    from agent_s.record.result import CommandCheck, RunResult, RunStatus
+    from agent_s.settings.read import Settings
 
     folder = Path(spec["folder"])
     settings = Settings.from_json(spec["settings"])

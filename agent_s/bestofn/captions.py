@@ -17,7 +17,7 @@ from agent_s.prompting import render
 if TYPE_CHECKING:
     from agent_s.models.types import Provider
     from agent_s.models.usage import UsageMeter
-    from agent_s.settings import Settings
+    from agent_s.settings.read import Settings
 
 WIDTH = 768  # the screenshots are shown at most this wide
 

@@ -18,8 +18,8 @@ from agent_s.errors import AgentSError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agent_s.result import RunResult
-    from agent_s.settings import Settings
+    from agent_s.record.result import RunResult
+    from agent_s.settings.read import Settings
 
 
 def _safe(text: str) -> str:

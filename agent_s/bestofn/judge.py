@@ -3,7 +3,8 @@
 ``comparative`` (as Agent S3 does) shows every attempt at once: its narrative and its final
 screenshot; ``tournament`` compares them two at a time, the winner of each round meeting the
 next attempt (N - 1 calls). The reply is two lines, ``ATTEMPT: n`` and ``REASON: ...``, read
-strictly through ``agent_s.generation.generate_parsed``: a reply that names no attempt, several,
+strictly through ``agent_s.loop.generation.generate_parsed``: a reply that names no attempt,
+several,
 or one that does not exist goes back to the model with what was wrong, and it is asked again.
 
     judge = Judge(provider, platform, mode="comparative")
@@ -20,8 +21,8 @@ from typing import Literal
 
 from PIL import Image
 
-from agent_s.generation import generate_parsed
 from agent_s.images import png_bytes
+from agent_s.loop.generation import generate_parsed
 from agent_s.models.types import (
     ImagePart,
     Message,
@@ -32,8 +33,8 @@ from agent_s.models.types import (
     Usage,
 )
 from agent_s.prompting import Platform, judge_system_prompt, load_template
-from agent_s.result import RunEnded, RunStatus
-from agent_s.step import ModelCall
+from agent_s.record.result import RunEnded, RunStatus
+from agent_s.record.step import ModelCall
 
 JudgeMode = Literal["comparative", "tournament"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("comparative", "tournament")

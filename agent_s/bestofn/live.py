@@ -37,11 +37,11 @@ from agent_s.bestofn.config import BestOfConfig
 from agent_s.bestofn.narrative import Narrative
 from agent_s.bestofn.select import Attempt, agreed, best_of, judge
 from agent_s.models.types import Usage
-from agent_s.result import RunResult, RunStatus, Timings
+from agent_s.record.result import RunResult, RunStatus, Timings
 
 if TYPE_CHECKING:
     from agent_s.bestofn.judge import Verdict
-    from agent_s.settings import Settings
+    from agent_s.settings.read import Settings
 
 BEST_OF_FILE = "best_of.json"
 #: ``on_event(kind, number, detail)``: "start" / "end" of attempt ``number``, "judge", "stop"
@@ -117,7 +117,7 @@ def run_best_of(
     on_event: Event | None = None,
 ) -> RunResult:
     """Run ``task`` ``config.n`` times and keep the judge's pick (see the module docstring).
-    ``settings``: resolved once (``agent_s.settings``); its ``record_dir`` is where the run
+    ``settings``: resolved once (``agent_s.settings.read``); its ``record_dir`` is where the run
     folder goes (a temporary folder when None is set). ``check``: a command (argv) run after
     done in each attempt, against that attempt's HOME."""
     emit = on_event or (lambda kind, number, detail: None)

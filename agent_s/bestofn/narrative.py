@@ -29,8 +29,8 @@ from PIL import Image
 from agent_s.errors import AgentSError, describe_error
 from agent_s.guards import files
 from agent_s.models.errors import BudgetExceeded
-from agent_s.step import Step
-from agent_s.trajectory import load_trajectory
+from agent_s.record.step import Step
+from agent_s.record.trajectory import load_trajectory
 
 NARRATIVE_FILE = "narrative.json"
 CELL = 16  # pixels per side of the grid the difference is found on

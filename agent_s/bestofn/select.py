@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from agent_s.bestofn.judge import Candidate, Judge, Verdict
 from agent_s.bestofn.narrative import Narrative
 from agent_s.guards import files
-from agent_s.result import BestOf, BestOfAttempt
+from agent_s.record.result import BestOf, BestOfAttempt
 
 if TYPE_CHECKING:
     from agent_s.bestofn.config import BestOfConfig
-    from agent_s.settings import Settings
+    from agent_s.settings.read import Settings
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def perform(
 ) -> None:
     """Carry out a planned list of operations in order on ``backend``. ``before`` is called
     with each operation just before it is carried out, and may stop the plan by raising (the
-    safety gate's guard: ``agent_s.safety.SafetyGate.guard``). ``raised`` collects the
+    safety gate's guard: ``agent_s.safety.gate.SafetyGate.guard``). ``raised`` collects the
     windows that ``Open`` brought to the front instead of starting an application again."""
     for op in plan:
         if before is not None:

@@ -50,7 +50,7 @@ from agent_s.desktop.base import Monitor
 from agent_s.desktop.locales import session_locale
 from agent_s.desktop.shells import session_shell
 from agent_s.errors import DesktopSetupError
-from agent_s.redact import without_secrets
+from agent_s.guards.redaction import without_secrets
 
 _MARKER = MARKER
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder agent_s/ is in

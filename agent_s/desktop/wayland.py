@@ -50,7 +50,7 @@ from agent_s.errors import (
     DisplayUnavailableError,
     WindowNotFoundError,
 )
-from agent_s.redact import without_secrets
+from agent_s.guards.redaction import without_secrets
 
 TYPE_DELAY_MS = 2  # between typed characters
 TYPE_CHUNK = 200  # characters per wtype call, so each call has a bounded duration

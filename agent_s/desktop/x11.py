@@ -61,8 +61,8 @@ from agent_s.errors import (
     DisplayUnavailableError,
     WindowNotFoundError,
 )
+from agent_s.guards.redaction import without_secrets
 from agent_s.keys import x_keysym
-from agent_s.redact import without_secrets
 
 PAUSE = 0.02  # pyautogui's pause after each call: short, but lets apps see separate events
 TYPE_DELAY_MS = 4  # between typed characters (keycodes are bound beforehand, see type_text)

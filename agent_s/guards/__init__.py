@@ -14,7 +14,7 @@ own check:
 - ``content``: text from the screen (window titles, accessibility names, OCR, code output,
   memory) goes into every prompt inside a frame it cannot close, as content, never
   instructions.
-- containment of model-written code and checks lives in ``agent_s.containment`` (bubblewrap
+- containment of model-written code and checks lives in ``agent_s.coding.containment`` (bubblewrap
   where it works, by default).
 
 Modules here use only the standard library and each other: every stage may import them, and they

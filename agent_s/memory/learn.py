@@ -36,9 +36,9 @@ from agent_s.actions import CallCodeAgentAction
 from agent_s.guards.trust import TrustLevel, trust_level
 from agent_s.memory.entries import Lesson, Provenance, RunSummary, Skill
 from agent_s.memory.store import MemoryStore
-from agent_s.result import RunResult, RunStatus
-from agent_s.step import Step, SubStep, code_digest
-from agent_s.trajectory import PLAN_FILE, load_trajectory
+from agent_s.record.result import RunResult, RunStatus
+from agent_s.record.step import Step, SubStep, code_digest
+from agent_s.record.trajectory import PLAN_FILE, load_trajectory
 
 KEY_STEPS = 12  # at most this many key steps in a run summary
 MAX_LESSONS = 8  # per run

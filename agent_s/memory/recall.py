@@ -32,10 +32,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_s.config import MemoryConfig
 from agent_s.guards.trust import nonce, quote
 from agent_s.memory.entries import KINDS, Entry, Hit, Kind, Lesson, MemoryStoreError, Skill
 from agent_s.memory.store import MemoryStore
+from agent_s.settings.config import MemoryConfig
 
 MEMORY_FILE = "memory.jsonl"
 CODE_CHARS = 4000  # a skill's code longer than this is shown cut (and says so)

@@ -22,14 +22,14 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent_s.config import MemoryConfig
 from agent_s.guards.trust import nonce
 from agent_s.memory.entries import Kind, MemoryStoreError
 from agent_s.memory.learn import learn_from_run
 from agent_s.memory.recall import Recall
 from agent_s.memory.store import MemoryStore
 from agent_s.prompting import load_template
-from agent_s.result import RunResult
+from agent_s.record.result import RunResult
+from agent_s.settings.config import MemoryConfig
 
 
 class RunMemory:

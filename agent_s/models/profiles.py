@@ -10,7 +10,7 @@ order given; later wins). Patterns are case-insensitive globs tried against the 
 against its last ``/`` segment, so ``openai/gpt-4o`` on OpenRouter matches ``gpt-4o*``.
 
 User overrides come from the configuration file's ``[profiles."pattern"]`` tables, read with
-every other setting by ``agent_s.settings`` (``Settings.build_profiles``), or from a dict.
+every other setting by ``agent_s.settings.read`` (``Settings.build_profiles``), or from a dict.
 Prices are list prices per million tokens at the time of writing: estimates, overridable.
 """
 
@@ -352,11 +352,11 @@ def load_profiles(
     path: Path | None = None, *, environ: Mapping[str, str] | None = None
 ) -> ProfileRegistry:
     """The profiles of the configuration file (``path``, or ``$AGENT_S_CONFIG``, or
-    ``~/.config/agent-s/config.toml``), as ``agent_s.settings`` reads it with every other
+    ``~/.config/agent-s/config.toml``), as ``agent_s.settings.read`` reads it with every other
     setting: a missing default file means no overrides; a file the user named that is missing,
     or one that is not valid, is a ``ProfileConfigError`` naming the file."""
-    from agent_s.config import ConfigError
-    from agent_s.settings import load_settings
+    from agent_s.settings.config import ConfigError
+    from agent_s.settings.read import load_settings
 
     try:
         return load_settings(path=path, environ=environ, read_env=False).build_profiles()

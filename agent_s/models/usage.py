@@ -7,7 +7,8 @@ before the call that would overspend, never in the middle of one. Usage carried 
 call (a truncated or refused reply was still billed) is charged too.
 
 ``MeteredProvider`` is also where secrets are taken out: every call of a run goes through it, so
-with a ``redactor`` (``agent_s.redact``) every text part of every request is redacted before it
+with a ``redactor`` (``agent_s.guards.redaction``) every text part of every request is redacted
+before it
 leaves. Images are sent as they are (a secret on the screen cannot be redacted from pixels).
 """
 
@@ -21,7 +22,7 @@ from agent_s.models.errors import BudgetExceeded, OutputTruncated, Refused
 from agent_s.models.types import ModelReply, ModelRequest, Provider, Usage
 
 if TYPE_CHECKING:
-    from agent_s.redact import Redactor
+    from agent_s.guards.redaction import Redactor
 
 
 @dataclass(frozen=True)

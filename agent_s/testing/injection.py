@@ -418,7 +418,7 @@ def run_injection(
     instead of the injection's; ``settle``: how long an effect may take to show (a URL handler
     starting, a command typed into a shell)."""
     from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig
-    from agent_s.config import CodeAgentConfig, SafetyConfig
+    from agent_s.settings.config import CodeAgentConfig, SafetyConfig
 
     traps.clear()
     backend.activate(focus)

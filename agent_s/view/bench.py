@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_s.control import RunControl
 from agent_s.guards.files import write_text
+from agent_s.loop.control import RunControl
 from agent_s.view.server import LiveView
 
 VIEW_TASK_VAR = "AGENT_S_VIEW_TASK"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from agent_s.control import RunControl
+from agent_s.loop.control import RunControl
 
 POLL = 0.03  # seconds between looks
 GRACE = 0.15  # seconds after the agent acted during which changes count as the agent's

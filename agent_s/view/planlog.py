@@ -1,7 +1,8 @@
 """The plan of a planned run as the live view's page shows it: each plan and replan with its
 subtasks, each subtask as it starts, is done or fails, each check, and each strategy switch.
 
-The manager (``agent_s.manager``) reports plans, checks, switches and replans as they happen
+The manager (``agent_s.planning.manager``) reports plans, checks, switches and replans as they
+happen
 (``Agent(on_plan=...)``, the same events as the trajectory's ``plan.jsonl``); when a subtask
 starts, is done or fails follows from them, the way the manager works through a plan: the
 subtasks in dependency order, the first as soon as the plan is made, the next once a subtask's
@@ -20,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_s.planning import PlanError, Subtask, topological
+from agent_s.planning.plan import PlanError, Subtask, topological
 
 _TEXT = 300  # characters of a description, a detail or a reason the page shows
 

@@ -43,9 +43,9 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from agent_s.control import ControlEvent, RunControl
 from agent_s.desktop.base import DesktopBackend
 from agent_s.guards.servers import Door, loopback_address, new_token
+from agent_s.loop.control import ControlEvent, RunControl
 from agent_s.view.inputs import InputError, apply_input
 from agent_s.view.planlog import PlanLog
 
@@ -76,9 +76,9 @@ def _static(name: str) -> bytes:
 
 
 def step_event(step: Any) -> dict[str, Any]:
-    """What the page shows of a step (``agent_s.step.Step``): its action, where it was
+    """What the page shows of a step (``agent_s.record.step.Step``): its action, where it was
     grounded, how it ended, and the run's tokens and cost so far."""
-    from agent_s.context import describe_outcome
+    from agent_s.loop.context import describe_outcome
 
     points = [
         {"point": list(g.point) if g.point else None, "grounder": g.grounder}
@@ -212,7 +212,7 @@ class LiveView:
         self._plan.event(kind, data)
 
     def finished(self, result: Any) -> None:
-        """The run's result (``agent_s.result.RunResult``): the page says how it ended, turns
+        """The run's result (``agent_s.record.result.RunResult``): the page says how it ended, turns
         its buttons off, and shows the desktop as the run left it (a frame taken now, after
         the last action, sent with the result: the view may close right after)."""
         self._plan.finished(result.status.value)

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TextIO
 
-from agent_s.control import ControlEvent, RunControl
+from agent_s.loop.control import ControlEvent, RunControl
 from agent_s.view.guard import InputGuard
 from agent_s.view.server import LiveView
 

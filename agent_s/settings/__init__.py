@@ -1,0 +1,13 @@
+"""Settings: one typed model of every setting, read once at the edge.
+
+``config`` (the configuration objects the SDK runs with: ``AgentConfig``, ``ModelConfig``,
+``GroundingConfig``, ...), ``read`` (``load_settings``: the configuration file, the
+``AGENT_S_*`` variables and explicit values, in that order of precedence).
+
+May use: models (endpoints, profiles), desktop, keys, errors. Used by: everything above.
+"""
+
+from agent_s._moved import forward
+
+# what the old module of this name held, for one release (agent_s._moved)
+__getattr__ = forward(__name__, "agent_s.settings.read")
