@@ -34,7 +34,7 @@ def _checkout_subpackages() -> None:
 
 
 _checkout_subpackages()
-_moved.install()  # old module paths (agent_s.agent, agent_s.config, ...) for one release
+_moved.install()  # the old module paths of agent_s._moved.MOVED, for one release
 
 _HOME = {
     "Agent": "agent_s.loop.agent",

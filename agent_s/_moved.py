@@ -91,18 +91,19 @@ def install() -> None:
         sys.meta_path.append(MovedFinder())
 
 
-def forward(package: str, module: str) -> Callable[[str], Any]:
-    """A ``__getattr__`` for ``package``, which took the name of the old ``module``'s path:
-    a name the package does not have is looked up in ``module``, with a warning."""
+def forward(package: str, *modules: str) -> Callable[[str], Any]:
+    """A ``__getattr__`` for ``package``, which took the name of an old module's path: a name
+    the package does not have is looked up in ``modules`` (where that module's names went), in
+    order, with a warning."""
 
     def __getattr__(name: str) -> Any:
         if name.startswith("__") or importlib.util.find_spec(f"{package}.{name}") is not None:
             raise AttributeError(name)  # a submodule of the package: imported as such
-        try:
-            value = getattr(importlib.import_module(module), name)
-        except AttributeError:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
-        _warn(f"{package}.{name}", f"{module}.{name}")
-        return value
+        for module in modules:
+            found = importlib.import_module(module)
+            if hasattr(found, name):
+                _warn(f"{package}.{name}", f"{module}.{name}")
+                return getattr(found, name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__

@@ -8,6 +8,7 @@ pyautogui needs a display, and parsing an action must not.
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Literal
 
 _PRINTABLE = "\t\n\r !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
 
@@ -240,3 +241,15 @@ def x_keysym(key: str) -> str:
     if len(canonical) == 1 and canonical.isalnum():
         return canonical
     raise ValueError(f"key {key!r} has no key on an X11 keyboard")
+
+
+#: the platforms whose key names an action may be planned with
+OsName = Literal["linux", "windows", "darwin"]
+PLATFORMS: tuple[OsName, ...] = ("linux", "windows", "darwin")
+
+
+def primary_modifier(os: OsName) -> str:
+    """The key most shortcuts use: command on macOS, ctrl elsewhere."""
+    if os not in PLATFORMS:
+        raise ValueError(f"unknown platform {os!r}; use one of {', '.join(PLATFORMS)}")
+    return "command" if os == "darwin" else "ctrl"

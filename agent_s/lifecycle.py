@@ -258,42 +258,8 @@ def alive(who: Any) -> bool:
     return who["start"] is not None and start_time(who["pid"]) == who["start"]
 
 
-# -- the start-up sweep -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Swept:
-    """What ``sweep()`` cleaned up after dead agents."""
-
-    desktops: tuple[str, ...] = ()  # the displays of the desktops ended
-    released: tuple[str, ...] = ()  # "KEY on DISPLAY", "button N on DISPLAY"
-
-    def __bool__(self) -> bool:
-        return bool(self.desktops or self.released)
-
-    def describe(self) -> str:
-        parts = []
-        if self.desktops:
-            parts.append(f"ended virtual desktop(s) {', '.join(self.desktops)}")
-        if self.released:
-            parts.append(f"released {', '.join(self.released)}")
-        return "; ".join(parts)
-
-
-def sweep(folder: Path | None = None) -> Swept:
-    """End what dead agents left: their virtual desktops (processes and temp folders) and the
-    keys and buttons they held down. Quick when there is nothing to do (one directory read)."""
-    from agent_s.desktop import _held, _watchdog
-
-    folder = state_dir() if folder is None else folder
-    if not folder.is_dir():
-        return Swept()
-    return Swept(tuple(_watchdog.reap_stale(folder)), tuple(_held.release_stale(folder)))
-
-
 __all__ = [
     "STOP_SIGNALS",
-    "Swept",
     "Terminated",
     "alive",
     "deferred",
@@ -302,6 +268,5 @@ __all__ = [
     "signal_name",
     "state_dir",
     "stop_signals_interrupt",
-    "sweep",
     "watch_lifeline",
 ]

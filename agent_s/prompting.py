@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Literal
 import jinja2
 from jinja2 import meta
 
-from agent_s.actions.models import PLATFORMS, OsName, primary_modifier
 from agent_s.errors import AgentSError
 from agent_s.guards.content import screen_content
+from agent_s.keys import PLATFORMS, OsName, primary_modifier
 
 if TYPE_CHECKING:
     from agent_s.desktop.base import WindowInfo

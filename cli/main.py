@@ -177,12 +177,12 @@ def main() -> None:
 
 def _sweep() -> None:
     """End what killed agent-s processes left: virtual desktops, keys held down."""
-    from agent_s import lifecycle
+    from agent_s.desktop.sweep import Swept, sweep
 
     try:
-        swept = lifecycle.sweep()
+        swept = sweep()
     except OSError as error:  # never a reason not to start
-        swept = lifecycle.Swept()
+        swept = Swept()
         output.console(stderr=True).print(
             f"warning: clean-up after earlier runs: {error}", markup=False, highlight=False
         )

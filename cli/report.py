@@ -51,7 +51,8 @@ def report(
     plan and the result. For a bench results folder: the score per domain and a page per task;
     for a best-of run folder: the pick, the judge's reason and every attempt's narrative."""
     from agent_s.record.trajectory import load_trajectory
-    from agent_s.report.run import NotARunFolder, ReportError, write_report
+    from agent_s.report.pages import write_report
+    from agent_s.report.run import NotARunFolder, ReportError
 
     err = output.console(stderr=True)
     try:

@@ -524,7 +524,9 @@ def run(
         model_config = resolved.build_model(options.api_key(api_key, api_key_file))
         grounding = resolved.build_grounding()
         if resolved.code_agent.enabled:  # auto: bubblewrap where it works, else said once
-            resolved = resolved.contained(lambda line: _warn(err, line))
+            from agent_s.coding.containment import settle_settings
+
+            resolved = settle_settings(resolved, lambda line: _warn(err, line))
         settings = resolved.build_agent_config(dry_run=dry_run)
         if task is not None and not task.strip():
             raise ValueError('the task is empty: give one, e.g. agent-s run "open the calculator"')
@@ -560,7 +562,9 @@ def run(
             _writable_folder(Path(settings.record_dir))
         argv = _check_argv(check)
         approver = _approver(err)
-        store = resolved.memory.open() if not dry_run else None
+        from agent_s.memory import open_configured
+
+        store = open_configured(resolved.memory) if not dry_run else None
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
             model_config,
             settings=settings,
@@ -582,7 +586,7 @@ def run(
     if approver is None:
         _nobody_approves(err, settings.safety.mode)
     if best_of is not None or workers is not None or judge is not None:
-        from agent_s.bestofn.command import run_command
+        from agent_s.cli.bestof import run_command
 
         key = options.api_key(api_key, api_key_file)
         raise typer.Exit(

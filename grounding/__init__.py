@@ -15,6 +15,9 @@ chain), ``query`` and ``matching`` (reading expressions, matching text), ``ocr``
 generation model's own coordinates), ``chain`` (``auto``), and ``locate``: the one entry point
 that grounds an action's targets (``Locator.locate``), which the agent and the benchmark's
 reference policy both use.
+
+May use: actions, desktop, models, settings, images, prompting. Used by: the loop (ground),
+marks, record, replay, bench, mcp, cli.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ from agent_s.bench.cache import (
     task_urls,
 )
 from agent_s.bench.check import classify
-from agent_s.bench.getters import GETTERS, GetterContext, NeedsFileCache, cache_lookup
+from agent_s.bench.getters import GetterContext, NeedsFileCache, cache_lookup
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.tasks import load_suite, load_task
 from agent_s.cli.main import app
 

@@ -19,8 +19,8 @@ import pytest
 from agent_s.bench.check import classify
 from agent_s.bench.chrome import DevTools, chromium_argv, free_port, is_chromium
 from agent_s.bench.environment import TaskEnvironment
-from agent_s.bench.getters import GETTERS
 from agent_s.bench.metrics.apps import is_expected_active_tab
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.scoring import evaluate
 from agent_s.bench.tasks import Task
 

@@ -27,7 +27,8 @@ from agent_s.bench.browser_getters import (
     url_dash_part,
     url_query_values,
 )
-from agent_s.bench.getters import GETTERS, GetterContext
+from agent_s.bench.getters import GetterContext
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.relative_dates import format_day, range_days, single_day
 
 OSWORLD = Path(__file__).resolve().parents[1].parent / "shared" / "osworld"

@@ -26,7 +26,7 @@ from agent_s.bench.browser_getters import recreation_next_available
 from agent_s.bench.check import Machine, task_needs
 from agent_s.bench.chrome import CHROME_EPOCH, DevTools, chrome_time, write_history
 from agent_s.bench.environment import TERMINAL_ARGV, TaskEnvironment, launch_argv
-from agent_s.bench.getters import GETTERS
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.scoring import evaluate
 from agent_s.bench.tasks import Task
 

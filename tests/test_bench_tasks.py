@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from agent_s.actions import parse_action
 from agent_s.bench.check import Machine, check_tasks, classify
 from agent_s.bench.environment import fill_placeholders, launch_argv, opens_terminal
-from agent_s.bench.getters import GETTERS, GetterContext, NeedsFileCache, cache_lookup
+from agent_s.bench.getters import GetterContext, NeedsFileCache, cache_lookup
 from agent_s.bench.metrics import known_metric
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.scoring import combine, evaluate
 from agent_s.bench.tasks import SetupStep, Task, TaskFormatError, load_index, load_suite
 from agent_s.cli.main import app

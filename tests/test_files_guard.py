@@ -31,7 +31,7 @@ from agent_s.record.result import RunResult, RunStatus, Timings
 from agent_s.record.step import Step
 from agent_s.record.trajectory import TrajectoryWriter, load_trajectory
 from agent_s.report.export import export
-from agent_s.report.run import write_report
+from agent_s.report.pages import write_report
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 SECRET = b"\x89PNG\r\n\x1a\n-----BEGIN OPENSSH PRIVATE KEY----- attacker-wants-this 0123456789"

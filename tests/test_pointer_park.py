@@ -14,9 +14,9 @@ import Xlib.X
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus
 from agent_s.desktop.base import Monitor, ScreenGeometry, WindowInfo
+from agent_s.desktop.common import temporary_environ
 from agent_s.desktop.ops import Click, Drag, Point, TypeText
 from agent_s.desktop.park import MARGIN, moves_pointer, park_point
-from agent_s.desktop.virtual import temporary_environ
 from agent_s.grounding import AccessibilityTree
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer

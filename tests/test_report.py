@@ -39,7 +39,8 @@ from agent_s.planning.plan import PlanSettings
 from agent_s.record.result import RunResult, Timings
 from agent_s.record.step import ModelCall, Step, SubStep
 from agent_s.record.trajectory import TrajectoryWriter, load_trajectory
-from agent_s.report.run import ReportError, write_report
+from agent_s.report.pages import write_report
+from agent_s.report.run import ReportError
 from agent_s.safety.gate import Approval
 from agent_s.settings.config import CodeAgentConfig, SafetyConfig
 from agent_s.testing.scripted_replies import reply

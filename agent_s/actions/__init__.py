@@ -9,12 +9,14 @@ action.plan([Point(640, 400)], os="darwin")  # key names of the platform (comman
 Replies in other families' formats (UI-TARS, Anthropic / OpenAI computer use, Qwen-VL tool
 calls, pyautogui code) are translated statically into the same actions; a literal coordinate
 becomes the element description "(x, y)" (``agent_s.actions.pointing``).
+
+May use: desktop (its operations), keys, errors. Used by: every stage that reads or carries
+out an action (parse: the model's reply becomes one of these, never code that runs).
 """
 
 from agent_s.actions.catalogue import action_catalogue, action_json_schema
 from agent_s.actions.models import (
     ACTION_MODELS,
-    PLATFORMS,
     Action,
     ActionModel,
     AskUserAction,
@@ -27,7 +29,6 @@ from agent_s.actions.models import (
     HoldAndPressAction,
     HotkeyAction,
     OpenAction,
-    OsName,
     SaveToKnowledgeAction,
     ScrollAction,
     SetCellValuesAction,
@@ -35,12 +36,12 @@ from agent_s.actions.models import (
     Target,
     TypeAction,
     WaitAction,
-    primary_modifier,
 )
 from agent_s.actions.parse import parse_action
 from agent_s.actions.pointing import literal_point, point_description
 from agent_s.actions.render import render
 from agent_s.errors import ActionParseError
+from agent_s.keys import PLATFORMS, OsName, primary_modifier
 
 __all__ = [
     "ACTION_MODELS",

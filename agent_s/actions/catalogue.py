@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agent_s.actions.models import ACTION_MODELS, PLATFORMS, Action, ActionModel, OsName
+from agent_s.actions.models import ACTION_MODELS, Action, ActionModel
+from agent_s.keys import PLATFORMS, OsName
 
 _KEYS_NOTE = (
     "Key names are pyautogui's, in lower case: {modifiers}, 'enter', 'esc', "

@@ -42,22 +42,14 @@ from agent_s.actions.fields import (
     TypableText,
 )
 from agent_s.desktop import ops
+from agent_s.keys import OsName, primary_modifier
 
 TargetKind = Literal["element", "text_start", "text_end"]
 Grounded = tuple[tuple[TargetKind, str], ...]
-OsName = Literal["linux", "windows", "darwin"]
-PLATFORMS: tuple[OsName, ...] = ("linux", "windows", "darwin")
 #: seconds between typed text and the Enter after it (GTK's file dialog drops one sent 50 ms after)
 ENTER_PAUSE = 0.25
 #: seconds between raising Calc or focusing its Name Box and typing a cell reference into it
 NAME_BOX_PAUSE = 0.6
-
-
-def primary_modifier(os: OsName) -> str:
-    """The key most shortcuts use: command on macOS, ctrl elsewhere."""
-    if os not in PLATFORMS:
-        raise ValueError(f"unknown platform {os!r}; use one of {', '.join(PLATFORMS)}")
-    return "command" if os == "darwin" else "ctrl"
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import get_args
 
-from agent_s.actions.models import OsName, primary_modifier
 from agent_s.desktop import ops
+from agent_s.keys import OsName, primary_modifier
 
 _WRITABLE = frozenset(chr(code) for code in range(0x20, 0x7F)) - {"<"}
 _BUTTONS = get_args(ops.Button)

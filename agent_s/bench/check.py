@@ -58,8 +58,9 @@ from agent_s.bench.environment import (
     TaskEnvironment,
     launch_argv,
 )
-from agent_s.bench.getters import GETTERS, NeedsFileCache, cache_lookup
+from agent_s.bench.getters import NeedsFileCache, cache_lookup
 from agent_s.bench.metrics import known_metric
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.tasks import SetupStep, Task
 
 #: Every kind of need, in report order, and what an unmet one says.

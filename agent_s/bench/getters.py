@@ -304,8 +304,3 @@ __all__ = [
     "map_text",
     "run_task_command",
 ]
-
-# Getters of one kind each live in a module of their own, which adds them to GETTERS.
-import agent_s.bench.browser_getters  # noqa: E402, F401
-import agent_s.bench.desktop_getters  # noqa: E402, F401
-import agent_s.bench.relative_dates  # noqa: E402, F401

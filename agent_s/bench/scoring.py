@@ -32,8 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from agent_s.bench.getters import GETTERS, GetterContext, NeedsFileCache
+from agent_s.bench.getters import GetterContext, NeedsFileCache
 from agent_s.bench.metrics import call_metric
+from agent_s.bench.registry import GETTERS
 from agent_s.bench.tasks import SetupStep, Task
 
 LastAction = Literal["DONE", "FAIL", "WAIT", "OTHER"] | None

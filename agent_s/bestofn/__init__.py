@@ -8,6 +8,9 @@ Modules: ``config`` (how many, how judged, budgets), ``narrative`` (what each st
 do, without a model call), ``judge`` (the model's pick, comparative or tournament), ``attempt``
 (one attempt's process), ``live`` (``agent-s run --virtual --best-of N``), ``bench`` (``agent-s
 bench run --best-of N``), ``select`` (agreement, judging, the ``BestOf`` record).
+
+May use: bench, the loop and everything below them. Used by: bench, cli (its command line is
+``agent_s.cli.bestof``).
 """
 
 from agent_s.bestofn.config import BestOfConfig

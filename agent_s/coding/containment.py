@@ -73,14 +73,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote
 
 import psutil
 
 from agent_s.coding import launcher as _launcher
 from agent_s.coding.launcher import end_tree
+
+if TYPE_CHECKING:
+    from agent_s.settings.read import Settings
 
 _MASKED = ("/tmp", "/run")  # noqa: S108 - hidden from the sandbox under empty tmpfs
 _RUN_KEPT = ("current-system", "booted-system", "wrappers", "opengl-driver", "opengl-driver-32")
@@ -231,6 +235,15 @@ def settle_sandbox(name: str, say: Callable[[str], None]) -> Sandbox:
         _told.append(line := fallback_line())
         say(line)
     return sandbox
+
+
+def settle_settings(settings: Settings, say: Callable[[str], None]) -> Settings:
+    """``settings`` with ``--code-sandbox auto`` resolved on this machine, at a command's edge
+    (``settle_sandbox``: bubblewrap where it works, else ``none`` and ``say`` gets one line
+    naming the fix, once); workers started with them need not probe again."""
+    code = settings.code_agent
+    sandbox = settle_sandbox(code.sandbox, say)
+    return settings.model_copy(update={"code_agent": replace(code, sandbox=sandbox)})
 
 
 def sandbox_in_force(name: str) -> tuple[bool, str]:

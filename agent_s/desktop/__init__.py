@@ -2,6 +2,9 @@
 
 ``X11Backend`` and ``VirtualDesktop`` are imported on first use, so importing this package
 needs neither python-xlib nor a display.
+
+May use: lifecycle, guards, keys, errors (and python-xlib, mss, pyautogui). Used by: every
+stage that touches the screen (observe and act); nothing here knows of models or the loop.
 """
 
 from __future__ import annotations

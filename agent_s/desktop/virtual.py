@@ -24,6 +24,7 @@ windows on them. The area of the screen outside every monitor exists but shows n
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import secrets
 import shutil
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -47,6 +48,7 @@ from agent_s.desktop._watchdog import (
     write_state,
 )
 from agent_s.desktop.base import Monitor
+from agent_s.desktop.common import temporary_environ
 from agent_s.desktop.locales import session_locale
 from agent_s.desktop.shells import session_shell
 from agent_s.errors import DesktopSetupError
@@ -146,25 +148,6 @@ def _checked_monitors(monitors: Sequence[Monitor]) -> tuple[Monitor, ...]:
     )
 
 
-@contextlib.contextmanager
-def temporary_environ(**values: str | None) -> Iterator[None]:
-    """Set (or, for ``None``, unset) process environment variables until the block ends."""
-    saved = {key: os.environ.get(key) for key in values}
-    try:
-        for key, value in values.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _read_line(fd: int, timeout: float, what: str) -> str:
     """Read one line from a pipe written by a child, failing clearly if none comes in time."""
     import selectors
@@ -200,9 +183,9 @@ class VirtualDesktop:
         if kind not in ("x11", "wayland"):
             raise ValueError(f"kind must be 'x11' or 'wayland', got {kind!r}")
         if kind == "wayland" and cls is VirtualDesktop:
-            from agent_s.desktop.wayland_virtual import WaylandDesktop
-
-            return super().__new__(WaylandDesktop)
+            # the kind's class, found by name: that module builds on this one
+            module = importlib.import_module("agent_s.desktop.wayland_virtual")
+            return super().__new__(module.WaylandDesktop)
         return super().__new__(cls)
 
     def __init__(
@@ -627,5 +610,4 @@ __all__ = [
     "VirtualDesktop",
     "marked_processes",
     "parse_monitors",
-    "temporary_environ",
 ]

@@ -41,9 +41,9 @@ from agent_s import lifecycle
 from agent_s.desktop import apps
 from agent_s.desktop._wlwire import BUTTON_CODES, WaylandConnection
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
+from agent_s.desktop.common import ancestors, is_url, keysyms
 from agent_s.desktop.ops import Button, Point
 from agent_s.desktop.settle import until_front_idle
-from agent_s.desktop.x11 import _ancestors, _is_url, _keysyms
 from agent_s.errors import (
     ActionExecutionError,
     DesktopSetupError,
@@ -336,7 +336,7 @@ class WaylandBackend:
         code = _button_code(button)
         if not 1 <= clicks <= 3:
             raise ValueError(f"clicks must be 1, 2 or 3, got {clicks}")
-        with self._holding(_keysyms(hold_keys)):
+        with self._holding(keysyms(hold_keys)):
             self._wl.refresh_modifiers()
             self._move(at, bounds)
             for index in range(clicks):
@@ -353,7 +353,7 @@ class WaylandBackend:
         """Press at ``start``, move in steps (apps see the motion), release at ``end``."""
         bounds = self._on_screen(start, end)
         code = _button_code(button)
-        with self._holding(_keysyms(hold_keys)):
+        with self._holding(keysyms(hold_keys)):
             self._wl.refresh_modifiers()
             self._move(start, bounds)
             self._wl.roundtrip()
@@ -383,13 +383,13 @@ class WaylandBackend:
 
     def hotkey(self, keys: Sequence[str]) -> None:
         """Press keys together in order, release in reverse (``["ctrl", "shift", "t"]``)."""
-        syms = _keysyms(keys)
+        syms = keysyms(keys)
         if not syms:
             raise ValueError("hotkey needs at least one key")
         self.hold_and_press_syms(syms[:-1], syms[-1:])
 
     def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None:
-        held, pressed = _keysyms(hold_keys), _keysyms(press_keys)
+        held, pressed = keysyms(hold_keys), keysyms(press_keys)
         if not pressed:
             raise ValueError("hold_and_press needs at least one key to press")
         self.hold_and_press_syms(held, pressed)
@@ -585,15 +585,15 @@ class WaylandBackend:
         home = self.env.get("HOME")
         if target.startswith("~") and home:
             path = Path(home) / target[1:].lstrip("/")
-        if _is_url(target) or path.exists():
-            where = target if _is_url(target) else str(path.resolve())
+        if is_url(target) or path.exists():
+            where = target if is_url(target) else str(path.resolve())
             if shutil.which("xdg-open", path=self.env.get("PATH", os.defpath)):
                 self._spawn(["xdg-open", where], cwd=None)
             else:
                 self._spawn(["gio", "open", where], cwd=None)
             return None
         launch = apps.resolve_app(target, self.env)
-        ours = _ancestors()
+        ours = ancestors()
         running = [w for w in apps.windows_of(launch, target, self.windows()) if w.pid not in ours]
         if running:
             return self._bring_forward(running[0], target)

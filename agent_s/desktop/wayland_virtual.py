@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import IO, Literal
 
 from agent_s.desktop.base import Monitor
-from agent_s.desktop.virtual import VirtualDesktop, temporary_environ
+from agent_s.desktop.common import temporary_environ
+from agent_s.desktop.virtual import VirtualDesktop
 from agent_s.desktop.wayland import _IPC_OUTPUTS, REQUIRED_TOOLS, SwayIPC
 from agent_s.errors import DesktopSetupError
 

@@ -50,9 +50,9 @@ from PIL import Image
 from agent_s import lifecycle
 from agent_s.desktop import _held, _xproto, apps
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
+from agent_s.desktop.common import ancestors, is_url, keysyms, temporary_environ
 from agent_s.desktop.ops import Button, Point
 from agent_s.desktop.settle import until_front_idle
-from agent_s.desktop.virtual import temporary_environ
 from agent_s.desktop.xauth import cookie_file, no_cookie_file
 from agent_s.errors import (
     ActionExecutionError,
@@ -62,7 +62,6 @@ from agent_s.errors import (
     WindowNotFoundError,
 )
 from agent_s.guards.redaction import without_secrets
-from agent_s.keys import x_keysym
 
 PAUSE = 0.02  # pyautogui's pause after each call: short, but lets apps see separate events
 TYPE_DELAY_MS = 4  # between typed characters (keycodes are bound beforehand, see type_text)
@@ -321,7 +320,7 @@ class X11Backend:
         _button_number(button)
         if not 1 <= clicks <= 3:
             raise ValueError(f"clicks must be 1, 2 or 3, got {clicks}")
-        held = _keysyms(hold_keys)
+        held = keysyms(hold_keys)
         with self._x_errors(), self._holding(held), self._buttons_released():
             interval = CLICK_INTERVAL if clicks > 1 else 0.0  # pyautogui sleeps it after each
             self._gui.click(at.x, at.y, clicks=clicks, interval=interval, button=button)
@@ -333,7 +332,7 @@ class X11Backend:
         """Press at ``start``, move there in steps (apps see the motion), release at ``end``."""
         self._on_screen(start, end)
         number = str(_button_number(button))
-        held = _keysyms(hold_keys)
+        held = keysyms(hold_keys)
         with self._x_errors(), self._holding(held), self._buttons_released():
             self._gui.moveTo(start.x, start.y)
             self._held.add(buttons=[number])
@@ -394,7 +393,7 @@ class X11Backend:
 
     def hotkey(self, keys: Sequence[str]) -> None:
         """Press keys together in order, release in reverse (``["ctrl", "shift", "t"]``)."""
-        syms = _keysyms(keys)
+        syms = keysyms(keys)
         if not syms:
             raise ValueError("hotkey needs at least one key")
         with self._holding(syms[:-1]):
@@ -402,7 +401,7 @@ class X11Backend:
         time.sleep(KEY_SETTLE)
 
     def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None:
-        held, pressed = _keysyms(hold_keys), _keysyms(press_keys)
+        held, pressed = keysyms(hold_keys), keysyms(press_keys)
         if not pressed:
             raise ValueError("hold_and_press needs at least one key to press")
         with self._holding(held):
@@ -618,8 +617,8 @@ class X11Backend:
         home = self.env.get("HOME")
         if target.startswith("~") and home:
             path = Path(home) / target[1:].lstrip("/")  # the desktop's HOME, not ours
-        if _is_url(target) or path.exists():
-            where = target if _is_url(target) else str(path.resolve())
+        if is_url(target) or path.exists():
+            where = target if is_url(target) else str(path.resolve())
             if shutil.which("xdg-open", path=self.env.get("PATH", os.defpath)):
                 self._spawn(["xdg-open", where], cwd=None)
             else:
@@ -627,7 +626,7 @@ class X11Backend:
             return None
         launch = apps.resolve_app(target, self.env)
         # The terminal this process runs in is not offered: the model would type into it.
-        ours = _ancestors()
+        ours = ancestors()
         running = [w for w in apps.windows_of(launch, target, self.windows()) if w.pid not in ours]
         if running:
             return self._bring_forward(running[0], target)
@@ -662,33 +661,7 @@ class X11Backend:
             until_front_idle(self)
 
 
-def _ancestors() -> set[int]:
-    """This process and its parents' pids (the terminal emulator agent-s runs in among them)."""
-    found: set[int] = set()
-    pid = os.getpid()
-    while pid > 1 and pid not in found:
-        found.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the ppid
-    return found
-
-
-def _is_url(text: str) -> bool:
-    scheme, sep, rest = text.partition("://")
-    return bool(sep and rest and scheme.isascii() and scheme.isalpha())
-
-
 def _button_number(button: str) -> int:
     if button not in _BUTTON_NUMBERS:
         raise ValueError(f"button must be 'left', 'middle' or 'right', got {button!r}")
     return _BUTTON_NUMBERS[button]
-
-
-def _keysyms(keys: Sequence[str]) -> list[str]:
-    """X keysyms for pyautogui key names; every name is checked before anything is pressed."""
-    if isinstance(keys, str):
-        raise TypeError("keys must be a sequence of key names, not one string")
-    return [x_keysym(key) for key in keys]

@@ -17,6 +17,6 @@ own check:
 - containment of model-written code and checks lives in ``agent_s.coding.containment`` (bubblewrap
   where it works, by default).
 
-Modules here use only the standard library and each other: every stage may import them, and they
-import no stage.
+May use: the standard library, each other and ``agent_s.models``' message types (redaction
+reads requests). Every stage may import them; they import no stage.
 """

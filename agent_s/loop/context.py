@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from agent_s.guards.content import TAG, close_cut, screen_content
 from agent_s.models.types import ImagePart, Message, Part, Role, TextPart
 from agent_s.prompting import render
+from agent_s.settings.config import ContextPolicy
 
 if TYPE_CHECKING:  # config reads ContextPolicy: keep this module light to import
     from agent_s.images import EncodedImage
@@ -50,30 +51,6 @@ _LABELS: dict[StepOutcome, str] = {
     "terminal": "ok",
     "cancelled": "cancelled",
 }
-
-
-@dataclass(frozen=True)
-class ContextPolicy:
-    """Bounds on what a request carries. Character limits apply per item."""
-
-    keep_images: int = 3  # screenshots per worker request, the current one included
-    history_steps: int = 10  # compact lines kept; steps before them are only counted
-    reasoning_chars: int = 120  # reasoning quoted per compact line
-    action_chars: int = 200  # action text per compact line
-    outcome_chars: int = 200  # outcome detail per compact line
-    reply_chars: int = 3000  # a kept step's reply (its image is kept too)
-    result_chars: int = 1500  # a kept step's outcome detail, e.g. a code-agent summary
-    notes_chars: int = 2000  # all notes together; the oldest are left out first
-
-    def __post_init__(self) -> None:
-        if self.keep_images < 1:
-            raise ValueError("keep_images must be at least 1: the current screen is always sent")
-        for name in ("reasoning_chars", "action_chars", "outcome_chars", "history_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
-        for name in ("reply_chars", "result_chars", "notes_chars"):
-            if getattr(self, name) < 20:
-                raise ValueError(f"{name} must be at least 20")
 
 
 DEFAULT_POLICY = ContextPolicy()

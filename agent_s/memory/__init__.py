@@ -23,6 +23,9 @@ entries); ``evict`` removes the least useful first: never retrieved, then unveri
 oldest; the file is compacted afterwards. ``import_jsonl`` brings entries in unverified and
 never evicts to make room (``agent_s.memory.importing``). Nothing here leaves the machine:
 ``export_jsonl`` writes a file only when asked.
+
+May use: record, settings, actions, guards, prompting. Used by: the loop (recall before the
+first request, learn at the end), practice, replay (workflows), bench, cli.
 """
 
 from __future__ import annotations
@@ -45,7 +48,14 @@ from agent_s.memory.entries import (
     code_sha256,
 )
 from agent_s.memory.parameters import extract_parameters, instantiate, with_parameters
-from agent_s.memory.store import DB_ENV, MIGRATIONS, SCHEMA_VERSION, MemoryStore, default_path
+from agent_s.memory.store import (
+    DB_ENV,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    MemoryStore,
+    default_path,
+    open_configured,
+)
 
 __all__ = [
     "DB_ENV",
@@ -68,6 +78,7 @@ __all__ = [
     "code_bytes",
     "code_sha256",
     "default_path",
+    "open_configured",
     "extract_parameters",
     "instantiate",
     "with_parameters",

@@ -8,7 +8,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_s.guards import files
 from agent_s.guards.trust import KeyFileError, Sealer, TrustLevel, key_path, load_key
@@ -47,6 +47,7 @@ from agent_s.memory.schema import (
     SEALED_FROM,
     statements,
 )
+from agent_s.settings.config import ConfigError
 
 DB_ENV = "AGENT_S_MEMORY_DB"  # the memory file, if not the default
 # an entry's relevance counts for this share of a verified one's, by who checked it
@@ -57,6 +58,10 @@ _BUSY_MS = 30_000
 
 
 # -- the file -----------------------------------------------------------------------------------
+
+
+if TYPE_CHECKING:
+    from agent_s.settings.read import MemorySection
 
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
@@ -546,7 +551,25 @@ class MemoryStore:
         return ImportReport(added=added, skipped=skipped)
 
 
+def open_configured(
+    section: MemorySection, environ: Mapping[str, str] | None = None
+) -> MemoryStore | None:
+    """The store the ``[memory]`` settings name (created if missing), or None when memory is
+    off; a store that cannot be opened is a ``ConfigError`` naming the setting to change."""
+    if not section.enabled:
+        return None
+    path = section.path if section.path is not None else default_path(environ)
+    try:
+        return MemoryStore(path, max_entries=section.max_entries, max_bytes=section.max_bytes)
+    except MemoryStoreError as err:
+        raise ConfigError(
+            f"memory: {err} (here: [memory] path or AGENT_S_MEMORY_DB; or run with --no-memory)",
+            setting="memory.path",
+        ) from None
+
+
 __all__ = [
+    "open_configured",
     "DB_ENV",
     "MIGRATIONS",
     "SCHEMA_VERSION",

@@ -2,12 +2,16 @@
 
 - ``types``: provider-neutral messages, requests, replies, usage; the ``Provider`` protocol.
 - ``endpoints``: which URL and key (``settings_from_env`` reads the environment, once).
-- ``profiles``: per-model capabilities and prices (``load_profiles`` reads the config file).
+- ``profiles``: per-model capabilities and prices (``agent_s.settings.read.load_profiles``
+  reads them from the configuration file).
 - ``openai_chat`` / ``openai_responses`` / ``anthropic_messages``: the adapters.
 - ``retry``: the only retry layer. ``usage``: accounting and budgets. ``errors``: typed errors.
 - ``factory.build_provider``: all of the above put together.
 
 Names are loaded lazily, so ``import agent_s.models.types`` does not pull in the vendor SDKs.
+
+May use: images, errors (and the vendor SDKs). Used by: settings and every stage that asks a
+model (request -> model); the loop, planning and the rest are above it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ _HOME = {
         "ApiKind",
         "ModelProfile",
         "ProfileRegistry",
-        "load_profiles",
         "registry_from_dict",
     ),
     "retry": ("RetryPolicy", "RetryingProvider"),
@@ -83,7 +86,6 @@ __all__ = [
     "UsageMeter",
     "build_adapter",
     "build_provider",
-    "load_profiles",
     "registry_from_dict",
     "settings_from_env",
 ]
@@ -123,7 +125,6 @@ if TYPE_CHECKING:
         ApiKind,
         ModelProfile,
         ProfileRegistry,
-        load_profiles,
         registry_from_dict,
     )
     from agent_s.models.retry import RetryingProvider, RetryPolicy

@@ -1,7 +1,7 @@
 """Build a ready provider from settings: adapter, profile, retries, and (optionally) a meter.
 
     settings = settings_from_env("anthropic", "claude-sonnet-4-5")   # at the edge
-    profiles = load_profiles()                                       # at the edge
+    profiles = load_profiles()        # agent_s.settings.read, at the edge
     provider = build_provider(settings, profiles=profiles, meter=UsageMeter(Budget(2.0)))
 
 The layers, outermost first: MeteredProvider (budget check, charge) -> RetryingProvider

@@ -21,7 +21,6 @@ import fnmatch
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, get_args
 
 from agent_s.images import ImageFormat, ImageSpec
@@ -348,22 +347,6 @@ def registry_from_dict(config: Mapping[str, Any]) -> ProfileRegistry:
     return ProfileRegistry(tuple(profiles.items()))
 
 
-def load_profiles(
-    path: Path | None = None, *, environ: Mapping[str, str] | None = None
-) -> ProfileRegistry:
-    """The profiles of the configuration file (``path``, or ``$AGENT_S_CONFIG``, or
-    ``~/.config/agent-s/config.toml``), as ``agent_s.settings.read`` reads it with every other
-    setting: a missing default file means no overrides; a file the user named that is missing,
-    or one that is not valid, is a ``ProfileConfigError`` naming the file."""
-    from agent_s.settings.config import ConfigError
-    from agent_s.settings.read import load_settings
-
-    try:
-        return load_settings(path=path, environ=environ, read_env=False).build_profiles()
-    except ConfigError as err:
-        raise ProfileConfigError(str(err)) from err
-
-
 def output_limit(request: ModelRequest, profile: ModelProfile) -> int:
     """The request's output-token limit, capped by the profile; the profile's when unset."""
     if request.max_output_tokens is None:
@@ -380,7 +363,6 @@ __all__ = [
     "ModelProfile",
     "ProfileRegistry",
     "ThinkingType",
-    "load_profiles",
     "output_limit",
     "registry_from_dict",
 ]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -35,9 +34,9 @@ from pydantic import (
     model_validator,
 )
 
+from agent_s.settings.config import PLAN_MODES, PlanMode, PlanSettings
+
 Worker = Literal["gui", "code"]
-PlanMode = Literal["off", "auto", "always"]
-PLAN_MODES: tuple[PlanMode, ...] = ("off", "auto", "always")
 #: ``auto`` plans up front when the task has at least this many words.
 LONG_TASK_WORDS = 30
 MAX_SUBTASKS = 12
@@ -180,25 +179,6 @@ def topological(subtasks: Sequence[Subtask]) -> list[Subtask]:
         ordered.append(ready[0])
         placed.add(ready[0].id)
     return ordered
-
-
-@dataclass(frozen=True)
-class PlanSettings:
-    """``mode``: off (never plan: the flat loop), auto (plan a long task up front, or any task
-    once a step failed twice), always. ``subtask_steps``: each subtask's step budget.
-    ``max_replans``: replans allowed per run."""
-
-    mode: PlanMode = "auto"
-    subtask_steps: int = 15
-    max_replans: int = 2
-
-    def __post_init__(self) -> None:
-        if self.mode not in PLAN_MODES:
-            raise ValueError(f"plan mode must be one of {', '.join(PLAN_MODES)}, not {self.mode!r}")
-        if self.subtask_steps < 1:
-            raise ValueError("subtask_steps must be at least 1")
-        if self.max_replans < 0:
-            raise ValueError("max_replans must not be negative")
 
 
 def is_long(task: str) -> bool:

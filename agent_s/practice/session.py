@@ -55,6 +55,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_s.coding.containment import settle_settings
 from agent_s.errors import AgentSError
 from agent_s.loop.generation import generate_parsed
 from agent_s.models.types import Message, ModelReply, ModelRequest
@@ -289,7 +290,7 @@ def practice(
             f"here: {problem}; install bubblewrap, or pass --code-sandbox none to run them "
             "without it"
         )
-    settings = settings.contained(lambda line: None)  # the workers get bwrap or none
+    settings = settle_settings(settings, lambda line: None)  # the workers get bwrap or none
     meter = UsageMeter()
     provider = build_provider(
         model.settings(),

@@ -12,4 +12,6 @@ May use: record, guards, bench (reading results). Used by: cli, bench.
 from agent_s._moved import forward
 
 # what the old module of this name held, for one release (agent_s._moved)
-__getattr__ = forward(__name__, "agent_s.report.run")
+__getattr__ = forward(
+    __name__, "agent_s.report.run", "agent_s.report.pages", "agent_s.report.attempts"
+)

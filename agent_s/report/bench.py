@@ -24,7 +24,8 @@ from urllib.parse import quote
 from agent_s.bench.report import group, load_results, outcome, summarize
 from agent_s.guards import files as guard
 from agent_s.record.trajectory import TRAJECTORY_FILE
-from agent_s.report.bestof import attempt_pages, best_of_card, best_of_of
+from agent_s.report.attempts import attempt_pages
+from agent_s.report.bestof import best_of_card, best_of_of
 from agent_s.report.html import Assets, PageWriter, badge, esc, kv, money, picture, pre, table
 from agent_s.report.run import REPORT_FILE, ReportError, write_run_report
 

@@ -40,7 +40,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agent_s.errors import AgentSError
 from agent_s.guards import files as guard
@@ -54,13 +54,10 @@ from agent_s.record.trajectory import (
     load_trajectory,
 )
 from agent_s.report.bestof import (
-    BEST_OF_FILE,
     attempt_note,
     attempt_of,
     best_of_card,
-    is_best_of_folder,
     link,
-    write_best_of_report,
 )
 from agent_s.report.html import Assets, PageWriter, badge, esc, kv, money, seconds, table
 from agent_s.report.overlay import Axis, Frame, overlay
@@ -80,59 +77,6 @@ class NotARunFolder(ReportError):
 
 
 # -- which folder ---------------------------------------------------------------------------------
-
-
-def folder_kind(folder: Path) -> Literal["run", "bench", "best-of"]:
-    """``run`` for a trajectory folder, ``bench`` for a bench results folder (any level of its
-    layout), ``best-of`` for a best-of run folder (``agent-s run --virtual --best-of N``);
-    ``ReportError`` naming the fix for anything else."""
-    if not folder.exists():
-        raise NotARunFolder(f"{folder} does not exist: give the folder a run wrote")
-    if not folder.is_dir():
-        raise NotARunFolder(
-            f"{folder} is a file: give the run's folder (the one holding {TRAJECTORY_FILE})"
-        )
-    if (folder / TRAJECTORY_FILE).is_file():
-        return "run"
-    from agent_s.report.bench import is_bench_folder
-
-    if is_best_of_folder(folder):  # before bench: its HOME may hold a user's result.txt
-        return "best-of"
-    if is_bench_folder(folder):
-        return "bench"
-    runs = sorted(p.parent for p in folder.glob(f"*/{TRAJECTORY_FILE}"))
-    runs += sorted(p.parent for p in folder.glob(f"*/{BEST_OF_FILE}"))  # best-of runs
-    if runs:
-        newest = max(runs, key=lambda p: p.stat().st_mtime)
-        raise NotARunFolder(
-            f"{folder} holds {len(runs)} run folder(s), not one run: give one of them, "
-            f"e.g. agent-s report {newest}"
-        )
-    if not any(folder.iterdir()):
-        raise NotARunFolder(
-            f"{folder} is empty: give the folder a run wrote (agent-s run prints it as "
-            "'trajectory: ...') or a bench results folder"
-        )
-    raise NotARunFolder(
-        f"{folder} is not a run folder (no {TRAJECTORY_FILE}) nor a bench results folder "
-        "(no task's result.json): give the folder agent-s run printed as 'trajectory: ...', "
-        "or the --results folder of agent-s bench run"
-    )
-
-
-def write_report(folder: Path | str, out: Path | str | None = None, *, embed: bool = False) -> Path:
-    """The report of ``folder`` (a run or a bench results folder, see ``folder_kind``), written
-    to ``out`` (default: ``report.html`` in the folder); its path."""
-    folder = Path(folder).expanduser()
-    target = Path(out).expanduser() if out is not None else None
-    kind = folder_kind(folder)
-    if kind == "bench":
-        from agent_s.report.bench import write_bench_report
-
-        return write_bench_report(folder, target, embed=embed)
-    if kind == "best-of":
-        return write_best_of_report(folder, target, embed=embed)
-    return write_run_report(folder, target, embed=embed)
 
 
 def write_run_report(
@@ -356,8 +300,6 @@ __all__ = [
     "Frame",
     "NotARunFolder",
     "ReportError",
-    "folder_kind",
     "overlay",
-    "write_report",
     "write_run_report",
 ]

@@ -8,6 +8,7 @@ May use: models (endpoints, profiles), desktop, keys, errors. Used by: everythin
 """
 
 from agent_s._moved import forward
+from agent_s.settings import read as _read  # noqa: F401 - installs the reader of from_env
 
 # what the old module of this name held, for one release (agent_s._moved)
 __getattr__ = forward(__name__, "agent_s.settings.read")

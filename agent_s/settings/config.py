@@ -23,14 +23,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, Protocol, get_args
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
 from agent_s.desktop.monitors import MonitorChoice, parse_monitor_choice
 from agent_s.errors import AgentSError
 from agent_s.keys import normalize_key
-from agent_s.loop.context import ContextPolicy
 from agent_s.models.endpoints import (
     DEFAULT_TIMEOUT_S,
     PROVIDER_NAMES,
@@ -39,7 +38,6 @@ from agent_s.models.endpoints import (
     ProviderSettings,
 )
 from agent_s.models.errors import mask_secret
-from agent_s.planning.plan import PlanSettings
 
 GroundMode = Literal["auto", "ocr", "a11y", "model", "native"]
 SafetyMode = Literal["auto", "confirm", "confirm-all", "deny-risky"]
@@ -155,10 +153,95 @@ class ModelConfig(ProviderSettings):
     ) -> ModelConfig:
         """The settings (the file, ``AGENT_S_*``, these arguments) and the provider's usual key
         variable, unless ``api_key`` is given: ``agent_s.settings.read.Settings.build_model``."""
-        from agent_s.settings.read import flag_values, load_settings
-
         given = {"--provider": provider, "--model": model, "--base-url": base_url}
-        return load_settings(flag_values(given), environ=environ).build_model(api_key, environ)
+        return READERS.get().model(given, api_key, environ)
+
+
+class SettingsReader(Protocol):
+    """What ``from_env`` asks of ``agent_s.settings.read``: these objects, built from the
+    settings (the file, ``AGENT_S_*``, the values given as flags)."""
+
+    def model(
+        self,
+        given: Mapping[str, str | None],
+        api_key: str | None,
+        environ: Mapping[str, str] | None,
+    ) -> ModelConfig: ...
+
+    def grounding(
+        self, given: Mapping[str, str | None], environ: Mapping[str, str] | None
+    ) -> GroundingConfig: ...
+
+    def agent(
+        self, environ: Mapping[str, str] | None, explicit: Mapping[str, object]
+    ) -> AgentConfig: ...
+
+
+class _Readers:
+    """The reader behind ``from_env``. ``agent_s.settings.read`` builds these objects, so this
+    module imports nothing of it: that module installs itself here when imported, and the
+    package ``agent_s.settings`` imports it before anything of the package is used."""
+
+    def __init__(self) -> None:
+        self._reader: SettingsReader | None = None
+
+    def install(self, reader: SettingsReader) -> None:
+        self._reader = reader
+
+    def get(self) -> SettingsReader:
+        if self._reader is None:  # only if this file were loaded outside its package
+            raise RuntimeError("agent_s.settings.read is not loaded: import agent_s.settings")
+        return self._reader
+
+
+READERS = _Readers()
+
+
+PlanMode = Literal["off", "auto", "always"]
+PLAN_MODES: tuple[PlanMode, ...] = ("off", "auto", "always")
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """``mode``: off (never plan: the flat loop), auto (plan a long task up front, or any task
+    once a step failed twice), always. ``subtask_steps``: each subtask's step budget.
+    ``max_replans``: replans allowed per run."""
+
+    mode: PlanMode = "auto"
+    subtask_steps: int = 15
+    max_replans: int = 2
+
+    def __post_init__(self) -> None:
+        if self.mode not in PLAN_MODES:
+            raise ValueError(f"plan mode must be one of {', '.join(PLAN_MODES)}, not {self.mode!r}")
+        if self.subtask_steps < 1:
+            raise ValueError("subtask_steps must be at least 1")
+        if self.max_replans < 0:
+            raise ValueError("max_replans must not be negative")
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    """Bounds on what a request carries. Character limits apply per item."""
+
+    keep_images: int = 3  # screenshots per worker request, the current one included
+    history_steps: int = 10  # compact lines kept; steps before them are only counted
+    reasoning_chars: int = 120  # reasoning quoted per compact line
+    action_chars: int = 200  # action text per compact line
+    outcome_chars: int = 200  # outcome detail per compact line
+    reply_chars: int = 3000  # a kept step's reply (its image is kept too)
+    result_chars: int = 1500  # a kept step's outcome detail, e.g. a code-agent summary
+    notes_chars: int = 2000  # all notes together; the oldest are left out first
+
+    def __post_init__(self) -> None:
+        if self.keep_images < 1:
+            raise ValueError("keep_images must be at least 1: the current screen is always sent")
+        for name in ("reasoning_chars", "action_chars", "outcome_chars", "history_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        for name in ("reply_chars", "result_chars", "notes_chars"):
+            if getattr(self, name) < 20:
+                raise ValueError(f"{name} must be at least 20")
 
 
 @dataclass(frozen=True)
@@ -206,10 +289,8 @@ class GroundingConfig:
     ) -> GroundingConfig:
         """The settings (the file, ``AGENT_S_GROUND*``, these arguments) and the grounding
         server's key variable: ``agent_s.settings.read.Settings.build_grounding``."""
-        from agent_s.settings.read import flag_values, load_settings
-
         given = {"--ground": mode, "--ground-url": url, "--ground-model": model}
-        return load_settings(flag_values(given), environ=environ).build_grounding(environ)
+        return READERS.get().grounding(given, environ)
 
 
 def key_combo(text: str, setting: str = "keys") -> frozenset[str]:
@@ -492,10 +573,8 @@ class AgentConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None, **explicit: object) -> AgentConfig:
         """The settings (the file, ``AGENT_S_*``); keyword arguments (``AgentConfig`` fields)
         that are not None win: ``agent_s.settings.read.Settings.build_agent_config``."""
-        from agent_s.settings.read import load_settings
-
         given = {k: v for k, v in explicit.items() if v is not None}
-        return load_settings(environ=environ).build_agent_config(environ, **given)
+        return READERS.get().agent(environ, given)
 
 
 __all__ = [

@@ -39,7 +39,7 @@ import os
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
@@ -59,9 +59,9 @@ from agent_s.desktop.monitors import MonitorChoice, parse_monitor_choice
 from agent_s.models.endpoints import PROVIDERS, ProviderName, settings_from_env
 from agent_s.models.errors import ProfileConfigError
 from agent_s.models.profiles import ProfileRegistry
-from agent_s.planning.plan import PlanMode, PlanSettings
 from agent_s.settings.config import (
     DEFAULT_MAX_STEPS,
+    READERS,
     AgentConfig,
     CodeAgentConfig,
     ConfigError,
@@ -69,13 +69,12 @@ from agent_s.settings.config import (
     GroundMode,
     MemoryConfig,
     ModelConfig,
+    PlanMode,
+    PlanSettings,
     SafetyConfig,
     SecretsConfig,
     UserPath,
 )
-
-if typing.TYPE_CHECKING:
-    from agent_s.memory import MemoryStore
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -224,22 +223,6 @@ class MemorySection(_Table):
     def build(self) -> MemoryConfig:
         return MemoryConfig(k=self.k)
 
-    def open(self, environ: Mapping[str, str] | None = None) -> MemoryStore | None:
-        """The store (created if missing), or None when memory is off."""
-        if not self.enabled:
-            return None
-        from agent_s.memory import MemoryStore, MemoryStoreError, default_path
-
-        path = self.path if self.path is not None else default_path(environ)
-        try:
-            return MemoryStore(path, max_entries=self.max_entries, max_bytes=self.max_bytes)
-        except MemoryStoreError as err:
-            raise ConfigError(
-                f"memory: {err} (here: [memory] path or AGENT_S_MEMORY_DB; or run with "
-                "--no-memory)",
-                setting="memory.path",
-            ) from None
-
 
 def _guess_provider(model: str, base_url: str | None) -> ProviderName | None:
     if base_url:
@@ -374,18 +357,6 @@ class Settings(BaseSettings):
         return self.model_copy(
             update={"limits": self.limits.model_copy(update={"max_cost": limit})}
         )
-
-    def contained(self, say: Callable[[str], None]) -> Settings:
-        """These settings with ``--code-sandbox auto`` resolved on this machine, at a command's
-        edge (``agent_s.coding.containment.settle_sandbox``: bubblewrap where it works, else
-        ``none``
-        and ``say`` gets one line naming the fix, once); workers started with them need not
-        probe again."""
-        from agent_s.coding.containment import settle_sandbox
-
-        code = self.code_agent
-        sandbox = settle_sandbox(code.sandbox, say)
-        return self.model_copy(update={"code_agent": replace(code, sandbox=sandbox)})
 
     def to_json(self) -> dict[str, Any]:
         """The resolved settings as JSON data (no key, no secret value: names and paths only)."""
@@ -659,6 +630,43 @@ def _config_error(err: ValidationError, layers: list[_Layer]) -> ConfigError:
     return ConfigError(f"{dotted or 'settings'}: {problem}", setting=dotted)
 
 
+def load_profiles(
+    path: Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> ProfileRegistry:
+    """The profiles of the configuration file (``path``, or ``$AGENT_S_CONFIG``, or
+    ``~/.config/agent-s/config.toml``), as ``agent_s.settings.read`` reads it with every other
+    setting: a missing default file means no overrides; a file the user named that is missing,
+    or one that is not valid, is a ``ProfileConfigError`` naming the file."""
+    try:
+        return load_settings(path=path, environ=environ, read_env=False).build_profiles()
+    except ConfigError as err:
+        raise ProfileConfigError(str(err)) from err
+
+
+class _Reader:
+    """``ModelConfig.from_env`` and its siblings (``agent_s.settings.config.SettingsReader``)."""
+
+    def model(
+        self,
+        given: Mapping[str, str | None],
+        api_key: str | None,
+        environ: Mapping[str, str] | None,
+    ) -> ModelConfig:
+        return load_settings(flag_values(given), environ=environ).build_model(api_key, environ)
+
+    def grounding(
+        self, given: Mapping[str, str | None], environ: Mapping[str, str] | None
+    ) -> GroundingConfig:
+        return load_settings(flag_values(given), environ=environ).build_grounding(environ)
+
+    def agent(
+        self, environ: Mapping[str, str] | None, explicit: Mapping[str, object]
+    ) -> AgentConfig:
+        return load_settings(environ=environ).build_agent_config(environ, **explicit)
+
+
+READERS.install(_Reader())
+
 __all__ = [
     "CONFIG_ENV",
     "SETTINGS",
@@ -670,5 +678,6 @@ __all__ = [
     "Settings",
     "config_path",
     "flag_values",
+    "load_profiles",
     "load_settings",
 ]

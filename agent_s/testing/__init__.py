@@ -7,4 +7,6 @@ Command line: ``python -m agent_s.testing serve SCRIPT.json``.
 The prompt-injection suite: ``GullibleModel`` (``gullible``), a script function that obeys any
 instruction it reads, and the injected tasks with their effects (``injection``, with the form
 window ``webform``), run by tests/test_injection.py and scripts/bench_injection.py.
+
+May use: settings and the package root (test support: nothing of agent-s imports it).
 """
