@@ -16,11 +16,11 @@ from agent_s.models import (
     ProfileRegistry,
     ProviderSettings,
     build_provider,
-    load_profiles,
     registry_from_dict,
 )
 from agent_s.models.anthropic_messages import AnthropicProvider
 from agent_s.models.profiles import API_DEFAULTS
+from agent_s.settings.read import load_profiles
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

@@ -1,7 +1,8 @@
 """What a finished run teaches: its summary, its lessons and, when a check verified it, skills.
 
-    ids = learn_from_run(store, result.trajectory_dir, result, verified=result.verified,
-                         check="test -s ~/total.txt")
+    ids = learn(store, run_of_steps(run_id, steps, events, result, redactor.data), result,
+                verified=result.verified, check="test -s ~/total.txt")
+    ids = learn_from_run(store, run_dir, result, verified=True)   # from a folder on disk
 
 Every run gives a ``RunSummary`` (the task, how it ended, whether a check verified it, its key
 steps) and ``Lesson``\\ s: what failed and why (the result's cause and reason, actions the safety
@@ -26,7 +27,7 @@ literals its task and its code share (``parameters``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -63,8 +64,10 @@ class _Attempt:
 
 
 @dataclass(frozen=True)
-class _Run:
-    """A run folder read back: its steps, its plan record, the names it goes by."""
+class RunRecord:
+    """What a run produced, as learning reads it: its ``Step``s, its plan events, the names it
+    goes by. ``of_steps``: from the loop that ran it (the steps it holds); ``read``: from its
+    trajectory folder on disk (``agent-s memory learn RUN_DIR``, a harness task)."""
 
     run_id: str
     steps: tuple[Step, ...]
@@ -90,7 +93,8 @@ def _events(folder: Path) -> tuple[dict[str, Any], ...]:
     return tuple(found)
 
 
-def _read(run_dir: Path, result: RunResult, model: str | None) -> _Run:
+def read_run(run_dir: Path, result: RunResult, model: str | None = None) -> RunRecord:
+    """The run whose trajectory folder is ``run_dir``, read back."""
     steps: tuple[Step, ...] = ()
     header: dict[str, Any] = {}
     written = result
@@ -101,12 +105,35 @@ def _read(run_dir: Path, result: RunResult, model: str | None) -> _Run:
     named = header.get("model")
     from_header = named.get("model") if isinstance(named, dict) else named
     name = model or result.model or (str(from_header) if from_header else "") or "unknown"
-    created = (
-        datetime.fromtimestamp(result.started_at, timezone.utc)
-        if result.started_at > 0
-        else datetime.now(timezone.utc)
+    return RunRecord(run_dir.name, steps, _events(run_dir), name, _created(result), written)
+
+
+def run_of_steps(
+    run_id: str,
+    steps: Sequence[Step],
+    events: Sequence[dict[str, Any]],
+    result: RunResult,
+    redact: Callable[[Any], Any],
+) -> RunRecord:
+    """The run a loop just ended, from the ``Step``s and plan events it holds. ``redact``: the
+    run's redaction (``Redactor.data``), applied to every string as the trajectory's writer
+    applies it: what memory keeps is what the folder keeps."""
+    clean = tuple(Step.model_validate(redact(step.model_dump(mode="json"))) for step in steps)
+    kept = tuple(redact(dict(event)) for event in events)
+    written = replace(
+        result,
+        task=redact(result.task),
+        reason=redact(result.reason),
+        answer=redact(result.answer),
+        plan=redact(result.plan),
     )
-    return _Run(run_dir.name, steps, _events(run_dir), name, created, written)
+    return RunRecord(run_id, clean, kept, result.model or "unknown", _created(result), written)
+
+
+def _created(result: RunResult) -> datetime:
+    if result.started_at > 0:
+        return datetime.fromtimestamp(result.started_at, timezone.utc)
+    return datetime.now(timezone.utc)
 
 
 # -- the summary -----------------------------------------------------------------------------------
@@ -124,7 +151,7 @@ def _step_line(step: Step) -> str:
     return _clip(line, 240)
 
 
-def _summary(result: RunResult, run: _Run, level: TrustLevel, check: str | None) -> RunSummary:
+def _summary(result: RunResult, run: RunRecord, level: TrustLevel, check: str | None) -> RunSummary:
     how = f"The run ended {result.status.value} ({result.cause}) after {result.steps} step(s)"
     if level == "user":
         proof = f"its success was verified by a check: {check}" if check else "verified"
@@ -194,7 +221,7 @@ def _substep_lessons(lessons: _Lessons, step: Step, sub: SubStep) -> None:
         lessons.add([step.step], failed="the code agent gave up", why=sub.summary)
 
 
-def _lessons(result: RunResult, run: _Run, level: TrustLevel, check: str | None) -> _Lessons:
+def _lessons(result: RunResult, run: RunRecord, level: TrustLevel, check: str | None) -> _Lessons:
     lessons = _Lessons()
     numbers = [s.step for s in run.steps]
     if result.status is not RunStatus.SUCCEEDED:
@@ -252,7 +279,7 @@ def _lessons(result: RunResult, run: _Run, level: TrustLevel, check: str | None)
 # -- the skills ------------------------------------------------------------------------------------
 
 
-def _passed_attempts(run: _Run, result: RunResult) -> list[_Attempt]:
+def _passed_attempts(run: RunRecord, result: RunResult) -> list[_Attempt]:
     """Planned subtasks whose attempt passed an executable check, with that attempt's steps."""
     records = {str(s.get("id")): s for s in (result.plan or {}).get("subtasks", [])}
     found: list[_Attempt] = []
@@ -345,7 +372,7 @@ def _action_skill(steps: Sequence[Step], description: str, check: str) -> Skill 
 
 
 def _skills(
-    result: RunResult, run: _Run, level: TrustLevel, check: str | None
+    result: RunResult, run: RunRecord, level: TrustLevel, check: str | None
 ) -> list[tuple[Skill, tuple[int, ...], str, TrustLevel]]:
     """(skill, its steps, the task its check passed for, who wrote that check)."""
     found: list[tuple[Skill, tuple[int, ...], str, TrustLevel]] = []
@@ -399,18 +426,36 @@ def learn_from_run(
     model: str | None = None,
     run_id: str | None = None,
 ) -> list[int]:
-    """Store what the run in ``run_dir`` (its trajectory folder) teaches: its summary and
+    """``learn`` from the run whose trajectory folder is ``run_dir``, read back (see ``learn``;
+    ``model``: the model's name, default: the result's)."""
+    if result.status is RunStatus.PLANNED:  # a dry run executed nothing: nothing to learn
+        return []
+    run = read_run(Path(run_dir), result, model)
+    return learn(
+        store, run, result, verified=verified, check=check, check_by=check_by, run_id=run_id
+    )
+
+
+def learn(
+    store: MemoryStore,
+    run: RunRecord,
+    result: RunResult,
+    *,
+    verified: bool,
+    check: str | None = None,
+    check_by: Literal["user", "model"] = "user",
+    run_id: str | None = None,
+) -> list[int]:
+    """Store what ``run`` teaches: its summary and
     lessons always, skills only when a check passed (see the module docstring). ``verified``:
     the run's check passed; ``check``: that check, in words (a command line, "OSWorld evaluator
     score 1.0"); ``check_by``: who wrote it - ``user`` (the user's ``--check``, a harness's
     evaluator: stored as verified) or ``model`` (a practice task's check: stored as checked by
     a model-written check, never as verified);
-    ``model``: the model's name (default: the result's); ``run_id``: what the provenance
-    calls the run (default: the folder's name). The ids stored, in order."""
+    ``run_id``: what the provenance calls the run (default: the record's, the folder's name).
+    The ids stored, in order."""
     if result.status is RunStatus.PLANNED:  # a dry run executed nothing: nothing to learn
         return []
-    run_dir = Path(run_dir)
-    run = _read(run_dir, result, model)
     written = run.result  # its text as the folder holds it: redacted
     result = replace(
         result, task=written.task, reason=written.reason, answer=written.answer, plan=written.plan
@@ -443,4 +488,12 @@ def learn_from_run(
     return ids
 
 
-__all__ = ["KEY_STEPS", "MAX_LESSONS", "learn_from_run"]
+__all__ = [
+    "KEY_STEPS",
+    "MAX_LESSONS",
+    "RunRecord",
+    "learn",
+    "learn_from_run",
+    "read_run",
+    "run_of_steps",
+]

@@ -2,14 +2,15 @@
 
     memory = RunMemory(store, lambda: agent.settings.memory)
     memory.section("planner", task, "plan", folder=run_dir)   # "" when nothing relevant
-    memory.learn(result)                                      # after the result is written
+    memory.learn(result, steps, events, redactor.data)        # when the run has ended
 
 The planner's request, the code agent's first message and (when no plan is made) the worker's
 first request get at most ``MemoryConfig.k`` entries each (``agent_s.memory.recall``), in the
 template's ``memory`` section, which says they are data and advice, not instructions, between
 lines that carry a nonce fresh for each request (``agent_s.memory.recall``). When a run ends
 with a trajectory folder, ``learn`` stores its summary, lessons and, when its ``--check``
-passed (``RunResult.verified``: the user's check), skills (``agent_s.memory.learn``). A
+passed (``RunResult.verified``: the user's check), skills (``agent_s.memory.learn``), from the
+``Step``s the loop holds (redacted as its trajectory is), not by reading the folder back. A
 harness that verifies runs itself (an evaluator's score) turns ``MemoryConfig.learn`` off and calls
 ``learn_from_run`` with its own verdict.
 
@@ -21,14 +22,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from agent_s.guards.trust import nonce
 from agent_s.memory.entries import Kind, MemoryStoreError
-from agent_s.memory.learn import learn_from_run
+from agent_s.memory.learn import learn, run_of_steps
 from agent_s.memory.recall import Recall
 from agent_s.memory.store import MemoryStore
 from agent_s.prompting import load_template
 from agent_s.record.result import RunResult
+from agent_s.record.step import Step
 from agent_s.settings.config import MemoryConfig
 
 
@@ -77,16 +80,22 @@ class RunMemory:
             return ""
         return load_template(role).render("memory", count=count, items=items, nonce=mark)
 
-    def learn(self, result: RunResult) -> list[int]:
-        """Store what ``result``'s run teaches (its trajectory folder is read); the ids."""
+    def learn(
+        self,
+        result: RunResult,
+        steps: Sequence[Step],
+        events: Sequence[dict[str, Any]],
+        redact: Callable[[Any], Any],
+    ) -> list[int]:
+        """Store what the run that ended as ``result`` teaches, from its ``steps`` and plan
+        ``events`` (``redact``: the run's redaction); the ids."""
         self.learned = []
         config = self.config
         if not (config.learn and config.write) or result.trajectory_dir is None:
             return []
+        run = run_of_steps(result.trajectory_dir.name, steps, events, result, redact)
         try:
-            self.learned = learn_from_run(
-                self.store, result.trajectory_dir, result, verified=result.verified
-            )
+            self.learned = learn(self.store, run, result, verified=result.verified)
         except (MemoryStoreError, sqlite3.Error, OSError, ValueError) as err:
             self.problems.append(f"memory could not learn from the run: {err}")
         return self.learned
