@@ -273,7 +273,10 @@ class Tools:
             agent.backend = backend
             check = CommandCheck(argv, env=env) if argv else None
             result = agent.run(task, postcondition=check)
-        return _Finished(RunOutcome.of(result))
+        outcome = RunOutcome.of(result)
+        if result.refusal is not None and result.refusal.verdict == "ask" and not run.can_answer:
+            outcome.reason += f" {_CANNOT_APPROVE}"
+        return _Finished(outcome)
 
     @contextlib.contextmanager
     def _desktop(self, virtual: bool) -> Iterator[tuple[Any, dict[str, str] | None]]:
@@ -391,6 +394,11 @@ class Tools:
         return real
 
 
+_CANNOT_APPROVE = (
+    "(this MCP client cannot answer approvals: it did not declare elicitation. Use a client "
+    "that does, or allow the action where agent-s mcp starts: --safety, or [safety] allow_apps, "
+    "allow_paths or an allow rule in the configuration file)"
+)
 WHERE_SETTINGS = (
     "(run_task takes model, provider, grounding and the limits as arguments; the rest is set "
     "where agent-s mcp starts: its flags, AGENT_S_* variables or the configuration file)"

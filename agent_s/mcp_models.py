@@ -5,7 +5,7 @@ the forms a client answers an approval or the agent's question with."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -36,6 +36,16 @@ class CheckOutcome(BaseModel):
     detail: str = ""
 
 
+class RefusalOutcome(BaseModel):
+    """The action the safety gate refused, when the run ended because of it."""
+
+    step: int
+    action: str
+    reason: str
+    decided_by: str
+    verdict: str = Field(description="ask: it needed approval; deny: the safety settings forbid it")
+
+
 class RunOutcome(BaseModel):
     """How a run ended (``agent_s.record.result.RunResult``, as data)."""
 
@@ -48,6 +58,9 @@ class RunOutcome(BaseModel):
     reason: str = ""
     answer: str | None = None
     question: str | None = Field(None, description="needs_input: the question nobody answered")
+    refusal: RefusalOutcome | None = Field(
+        None, description="cause refused: the action the safety gate refused, and why"
+    )
     verified: bool = Field(False, description="a check command ran after done and passed")
     check: CheckOutcome | None = None
     steps: int = 0
@@ -70,6 +83,7 @@ class RunOutcome(BaseModel):
             reason=result.reason,
             answer=result.answer,
             question=result.question,
+            refusal=RefusalOutcome(**asdict(result.refusal)) if result.refusal else None,
             verified=result.verified,
             check=CheckOutcome(command=check.description, passed=check.passed, detail=check.detail)
             if check is not None
@@ -175,6 +189,7 @@ __all__ = [
     "CheckOutcome",
     "GroundOutcome",
     "McpSettings",
+    "RefusalOutcome",
     "RunOutcome",
     "ScreenBox",
     "ScreenPoint",

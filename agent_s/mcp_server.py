@@ -25,7 +25,8 @@ Approvals the safety mode asks for, the model's ``ask_user`` questions and the `
 client as questions (MCP elicitation): sent mid-call on handshake-era connections, returned as an
 ``input_required`` result on 2026-07-28 ones (the run waits; the client's retry carries the answer
 back). A client that did not declare elicitation cannot answer: approvals are refused (the model is
-told) and a question ends the run as ``needs_input``. Each step is a progress notification.
+told; a run that fails after a refusal ends with cause ``refused``, the result naming the action and
+why) and a question ends the run as ``needs_input``. Each step is a progress notification.
 Problems come back as tool errors whose message names the fix, never a traceback.
 
 Modules: ``mcp_models`` (what the tools take and return), ``mcp_bridge`` (a run's thread, its

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+from agent_s.desktop.virtual import VirtualDesktop
 
 PROGRAM = textwrap.dedent(
     """
@@ -71,3 +74,45 @@ def test_no_session_bus_at_all(tmp_path: Path) -> None:
     done = _run(env, tmp_path)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     assert done.stdout.splitlines().count("grounder: no D-Bus session bus") == 2, done.stdout
+
+
+TWO_DESKTOPS = textwrap.dedent(
+    """
+    import os, sys
+    from agent_s.grounding.accessibility import AccessibilityTree
+    from agent_s.grounding.types import GrounderUnavailable
+
+    for name, bus in zip(("first", "second", "first again"), sys.argv[1:]):
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = bus
+        try:
+            apps = AccessibilityTree().applications()
+            print(name, "reads", sorted({app for app, _ in apps}))
+        except GrounderUnavailable as err:
+            print(name, "unavailable:", err.reason)
+    """
+)
+
+
+def test_one_desktops_tree_is_never_read_for_another(desktop: Any, apps: Any) -> None:
+    """libatspi binds to one session bus per process; asked for another desktop's tree (an MCP
+    server's virtual run after a look at its own screen), it says it cannot, instead of
+    answering with the first desktop's elements."""
+    apps(["galculator"], window="galculator")
+    env = {k: v for k, v in desktop.env.items() if k != "AT_SPI_BUS_ADDRESS"}
+    first = env["DBUS_SESSION_BUS_ADDRESS"]
+    with VirtualDesktop(640, 480, home="temp") as other:
+        second = other.env["DBUS_SESSION_BUS_ADDRESS"]
+        done = subprocess.run(
+            [sys.executable, "-c", TWO_DESKTOPS, first, second, first],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, done.stdout
+    assert lines[0].startswith("first reads"), lines
+    assert "galculator" in lines[0], lines
+    assert lines[1] == "second unavailable: bound to another desktop", lines
+    assert lines[2] == lines[0].replace("first", "first again", 1), lines

@@ -184,6 +184,7 @@ def test_the_code_agent_edits_a_csv_once_and_the_worker_sees_what_happened(
         "approver": None,
         "message": "",
         "image": None,
+        "reason": "",
     }
     kinds = [s.kind for s in step.substeps]
     assert kinds == ["block", "block", "final"]

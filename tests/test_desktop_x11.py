@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import Xlib.display
-from conftest import atspi_texts
+from conftest import PROBE, Probe, atspi_texts
 from polling import wait_until as _wait
 
 from agent_s.desktop import _xproto, apps
@@ -691,31 +691,42 @@ def test_a_display_that_goes_away_gives_display_unavailable(desktop: VirtualDesk
     ], out + err
 
 
-def test_one_process_drives_one_display(desktop: VirtualDesktop) -> None:
-    code = textwrap.dedent(
-        """
-        import sys
-        from agent_s.desktop.x11 import X11Backend
-        from agent_s.errors import DisplayUnavailableError
-        X11Backend(sys.argv[1])
-        X11Backend(sys.argv[1])  # the same display again is fine
+def test_one_process_drives_two_displays_each_with_its_own_input(
+    x11: Any, probe: Any, tmp_path: Path
+) -> None:
+    """pyautogui connects once per process, at import (here: to the session desktop); each
+    backend lends it its own connection while it acts. So two backends on two displays, alive
+    together in one process (an MCP server's screen and a run's virtual desktop), each click
+    and type on their own display, however their calls interleave."""
+    from agent_s.desktop.x11 import X11Backend
+
+    with VirtualDesktop(800, 600, home="temp", accessibility=False) as other:
+        second = X11Backend(other.display, env=other.env)
         try:
-            X11Backend(sys.argv[2], env={"DISPLAY": sys.argv[2], "XAUTHORITY": sys.argv[3]})
-        except DisplayUnavailableError as err:
-            print(err)
-            sys.exit(3)
-        """
-    )
-    with VirtualDesktop(320, 240, window_manager=False, accessibility=False) as other:
-        result = subprocess.run(
-            [sys.executable, "-c", code, desktop.display, other.display, other.env["XAUTHORITY"]],
-            env=desktop.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "already bound" in result.stdout
+            log = tmp_path / "other.jsonl"
+            other.launch([sys.executable, str(PROBE), str(log), "--title", "other-probe"])
+            window = second.wait_for_window("other-probe", timeout=20)
+            there = Probe(log, window, second)
+            there.wait_for(lambda events: any(e["type"] == "boxes" for e in events), 10)
+            second.activate("other-probe")
+            here_at, there_at = probe.point("entry", 0.3), there.point("entry", 0.6)
+            x11.click(here_at)
+            second.click(there_at)
+            x11.type_text("typed on the first")
+            second.type_text("typed on the second")
+            for at, on in ((here_at, probe), (there_at, there)):
+                pressed = on.wait_for(lambda ev: any(e["type"] == "entry_press" for e in ev))
+                press = next(e for e in pressed if e["type"] == "entry_press")
+                assert (press["x"], press["y"]) == (at.x, at.y), pressed
+            for text, on in (("typed on the first", probe), ("typed on the second", there)):
+                on.wait_for(lambda events, t=text: {"type": "entry", "text": t} in _texts(events))
+            assert (x11.pointer(), second.pointer()) == (here_at, there_at)
+        finally:
+            second.close()
+
+
+def _texts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": e["type"], "text": e["text"]} for e in events if e["type"] == "entry"]
 
 
 _REBIND = """
@@ -741,8 +752,9 @@ with VirtualDesktop(800, 600, home="temp") as second:
 @pytest.mark.desktop
 def test_a_new_server_under_the_name_of_an_ended_one_is_driven() -> None:
     """pyautogui connects once per process: when a desktop ends and the next one gets its
-    display number, the backend connects pyautogui again instead of waiting on the dead
-    connection (python-xlib spun there for ever, seen in a loaded whole-suite run)."""
+    display number, the new backend's mouse goes through its own connection, not the dead one
+    pyautogui made at import (python-xlib spun there for ever, seen in a loaded whole-suite
+    run)."""
     done = subprocess.run(
         [sys.executable, "-c", _REBIND], capture_output=True, text=True, timeout=60, check=False
     )

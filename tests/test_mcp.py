@@ -289,6 +289,49 @@ def test_without_elicitation_approvals_are_refused_and_nothing_runs(
     assert "check command was not run" in read["check_error"], read["check_error"]
 
 
+def test_a_planned_run_ended_by_a_refusal_names_the_refused_action_as_its_cause(
+    tmp_path: Path, desktop: Any, x11: Any
+) -> None:
+    """A client without elicitation; the run is planned; its one subtask's action is refused,
+    the worker gives up twice, and the replanner has nothing usable to say. The cause is the
+    refusal, not "the planner gave no usable plan"."""
+    subtask = {"id": "calc", "description": "Open the calculator and press 7"}
+    plan = {"feasible": True, "reason": "", "subtasks": [subtask]}
+    script = [
+        reply("The plan:\n```json\n" + json.dumps(plan) + "\n```"),
+        reply(act('agent.open("galculator")')),
+        reply(act('agent.fail(reason="I was not allowed to open the calculator")')),
+        reply(act('agent.fail(reason="the calculator cannot be opened")')),
+        *[reply("Without the calculator there is no way to do it.")] * 3,  # the replan: no plan
+    ]
+    config = tmp_path / "config.toml"
+    config.write_text("[code_agent]\nenabled = false\n")
+    with ScriptedModelServer(script) as server:
+
+        async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+            args = _model_args(tmp_path, server)
+            async with _session(args, _env(tmp_path, desktop, AGENT_S_CONFIG=str(config))) as s:
+                task = {"task": "Open the calculator and press 7", "plan": "always"}
+                outcome = _ok(await s.call_tool("run_task", task))
+                run = {"run": outcome["trajectory_id"]}
+                return outcome, _ok(await s.call_tool("read_trajectory", run))
+
+        outcome, read = _run(main)
+    assert not [w for w in x11.windows() if "galculator" in w.app.casefold()]
+    assert (outcome["status"], outcome["cause"]) == ("failed", "refused"), outcome
+    refusal = outcome["refusal"]
+    assert refusal["step"] == 1, refusal
+    assert refusal["action"] == "agent.open(app_or_filename='galculator')", refusal
+    assert refusal["decided_by"] == "nobody (no approver)"
+    assert "nobody can approve actions in this run" in refusal["reason"]
+    reason = outcome["reason"]
+    assert reason.startswith(f"the safety gate refused {refusal['action']} at step 1: "), reason
+    assert "(after it: the planner gave no usable plan in 3 replies" in reason, reason
+    assert "this MCP client cannot answer approvals" in reason  # and what to do about it
+    assert read["result"]["refusal"] == refusal  # the recorded result says so too
+    assert read["result"]["cause"] == "refused"
+
+
 def test_a_question_nobody_can_answer_ends_the_run_as_needs_input(
     tmp_path: Path, desktop: Any
 ) -> None:

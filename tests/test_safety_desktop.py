@@ -69,6 +69,12 @@ def agent_for(
     )
 
 
+def _shell(apps: Any, x11: Any, title: str, folder: Path) -> None:
+    """A terminal running sh in ``folder``, in front."""
+    apps([*XTERM, "-title", title, "-e", "sh"], window=title, cwd=folder)
+    x11.activate(title)
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 6.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -134,8 +140,7 @@ def test_text_typed_into_an_editor_is_saved_literally(apps: Any, x11: Any, tmp_p
 def test_approval_granted_refused_and_nobody_to_ask(
     case: str, apps: Any, x11: Any, tmp_path: Path
 ) -> None:
-    apps([*XTERM, "-title", "agent-sh", "-e", "sh"], window="agent-sh", cwd=tmp_path)
-    x11.activate("agent-sh")
+    _shell(apps, x11, "agent-sh", tmp_path)
     approver = {
         "granted": Approver(Approval(True, by="frank")),
         "refused": Approver(Approval(False, by="frank", note="not now")),
@@ -185,6 +190,57 @@ def test_approval_granted_refused_and_nobody_to_ask(
         assert (safety["decided_by"], safety["approver"]) == ("nobody (no approver)", None)
         assert "nobody can approve actions in this run" in told
     assert "Refused: this action was not carried out" in step.detail
+
+
+_WHY = {
+    "nobody": "it needs the user's approval (types into a terminal (XTerm)) and nobody can "
+    "approve actions in this run",
+    "refused": "the user (frank) refused it: not now",
+    "deny": "it types into a terminal (XTerm), and risky actions are not allowed in this run",
+}
+
+
+@pytest.mark.parametrize("case", ["nobody", "refused", "deny"])
+def test_a_run_that_gives_up_after_a_refusal_ends_with_the_refusal_as_its_cause(
+    case: str, apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    _shell(apps, x11, "refusal-sh", tmp_path)
+    approver = Approver(Approval(False, by="frank", note="not now")) if case == "refused" else None
+    script = [
+        reply(call("type", text="echo hi > result.txt", enter=True)),
+        reply(call("fail", reason="I may not type in the terminal")),
+    ]
+    mode = "deny-risky" if case == "deny" else "confirm"
+    with ScriptedModelServer(script) as server:
+        result = agent_for(server, x11, tmp_path, mode, approver).run("Write result.txt")
+    assert not (tmp_path / "result.txt").exists()
+    assert (result.status, result.cause) == (RunStatus.FAILED, "refused")
+    refusal = result.refusal
+    assert refusal is not None
+    action = "agent.type(text='echo hi > result.txt', enter=True)"
+    assert (refusal.step, refusal.action, refusal.reason) == (1, action, _WHY[case])
+    assert refusal.verdict == ("deny" if case == "deny" else "ask")
+    assert result.reason == (
+        f"the safety gate refused {action} at step 1: {_WHY[case]} "
+        "(after it: I may not type in the terminal)"
+    )
+    assert load_trajectory(result.trajectory_dir).result == result  # result.json keeps it
+
+
+def test_a_refusal_the_run_went_on_from_is_not_the_cause_of_its_end(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    _shell(apps, x11, "went-on-sh", tmp_path)
+    script = [
+        reply(call("type", text="echo hi > result.txt", enter=True)),  # refused: nobody to ask
+        reply(call("wait", seconds=0.5)),  # carried out
+        reply(call("fail", reason="the file needs the terminal")),
+    ]
+    with ScriptedModelServer(script) as server:
+        result = agent_for(server, x11, tmp_path, "confirm").run("Write result.txt")
+    assert (result.status, result.cause) == (RunStatus.FAILED, "model_gave_up")
+    assert result.refusal is None
+    assert result.reason == "the file needs the terminal"
 
 
 def test_the_corner_fail_safe_stops_the_run_as_cancelled(

@@ -11,7 +11,11 @@ gets the bindings from ``bindings()``, which:
   bounded) and does not call ``init`` at all when there is none, so that a later try (once a
   desktop is up) can still bind;
 - calls ``init`` once, and when it fails remembers that for the rest of the process: libatspi
-  cannot be bound again, and no AT-SPI call is ever made after a failed ``init``.
+  cannot be bound again, and no AT-SPI call is ever made after a failed ``init``;
+- once bound, answers only while ``DBUS_SESSION_BUS_ADDRESS`` names the session it bound to:
+  libatspi cannot move to another desktop's bus, and must not read one desktop's tree for
+  another (a process that drives its own screen and a virtual desktop, as ``agent-s mcp``
+  does, reads the tree of the first it bound to, and does without it on the other).
 
 ``ATSPI_LOCK``: libatspi is not thread-safe; every caller holds this lock for its calls.
 """
@@ -28,6 +32,7 @@ ATSPI_LOCK = threading.Lock()
 ADDRESS_TIMEOUT_MS = 1500  # the session bus's answer to GetAddress
 _STATE = threading.Lock()
 _bound: Any = None  # the Atspi module once ``init`` succeeded
+_bound_session = ""  # the session bus it was bound on
 _failed = ""  # why ``init`` failed: final for this process
 
 
@@ -43,13 +48,20 @@ class AccessibilityUnavailable(AgentSError):
 def bindings(timeout_ms: int = 1500) -> Any:
     """The ``gi.repository.Atspi`` module, bound to the accessibility bus; raises
     ``AccessibilityUnavailable`` (never calls into libatspi when it could abort)."""
-    global _bound, _failed
+    global _bound, _bound_session, _failed
     with _STATE:
         session = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
         if not session:  # asked first, as a run without a session bus has no tree to read
             raise AccessibilityUnavailable(
                 "accessibility needs a D-Bus session bus, and DBUS_SESSION_BUS_ADDRESS is unset",
                 reason="no D-Bus session bus",
+            )
+        if _bound is not None and session != _bound_session:
+            raise AccessibilityUnavailable(
+                "accessibility in this process reads the desktop whose session bus it bound to "
+                f"first ({_bound_session}), not the one of this session bus ({session}): "
+                "libatspi cannot move to another bus",
+                reason="bound to another desktop",
             )
         if _bound is not None:
             return _bound
@@ -83,7 +95,7 @@ def bindings(timeout_ms: int = 1500) -> Any:
             )
             raise AccessibilityUnavailable(_failed, reason="no accessibility bus", final=True)
         Atspi.set_timeout(timeout_ms, timeout_ms * 2)  # no call hangs on a stuck application
-        _bound = Atspi
+        _bound, _bound_session = Atspi, session
         return Atspi
 
 

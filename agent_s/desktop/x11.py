@@ -5,9 +5,12 @@ and text go through ``xdotool`` (keysyms, and ``xdotool type`` for text); pyauto
 needs gnome-screenshot, so pixels come from ``mss``. Windows and monitors are read with
 python-xlib (EWMH properties, RandR monitors); the clipboard goes through ``xclip``.
 
-pyautogui connects to ``$DISPLAY`` when it is imported and stays bound to that display for the
-life of the process, so it is imported here, lazily, after the display has been checked. One
-process drives one display; to drive several, use one process each.
+pyautogui connects to ``$DISPLAY`` when it is imported, once per process, and moves the mouse
+through that one connection. So that one process can drive several displays (an MCP server's
+real screen and the virtual desktop of a run, say), each backend hands pyautogui its own
+connection for the length of each mouse action (``_PyautoguiOn``), under a lock: what pyautogui
+sends, reads (the pointer, the screen size) and takes for its fail-safe corners is always the
+display of the backend that is acting.
 
 Every key and mouse button this backend presses is released before the call returns, also when
 the call fails half-way or a stop signal arrives. What it holds down is also noted in a file
@@ -30,11 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import shutil
-import socket
 import subprocess
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -86,13 +88,6 @@ _TYPABLE_CONTROLS = {repr(c) for c in "\t\n\r"}
 _REQUIRED_TOOLS = {"xdotool": "xdotool", "xclip": "xclip"}  # program -> Debian package
 
 
-def _display_key(name: str) -> tuple[str, str]:
-    """(host, display number) of a display name: ":1", ":1.0" and "unix:1" are the same."""
-    host, _, rest = name.rpartition(":")
-    host = "" if host in ("", "unix", "localhost") else host
-    return host, rest.split(".", 1)[0]
-
-
 def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
     cookies = cookie_file(xauthority)
     try:
@@ -121,17 +116,6 @@ def _connect(display: str, xauthority: str | None) -> Xlib.display.Display:
         raise _unreachable(display, err) from err
 
 
-def _gone(x: Xlib.display.Display) -> bool:
-    """Whether the server at the other end of ``x`` has closed the connection (python-xlib
-    would wait on it for ever): its socket reads as ended."""
-    sock = x.display.socket
-    try:
-        ready, _, _ = select.select([sock], [], [], 0)
-        return bool(ready) and sock.recv(1, socket.MSG_PEEK) == b""
-    except OSError:
-        return True
-
-
 def _unreachable(display: str, err: Exception) -> DisplayUnavailableError:
     return DisplayUnavailableError(
         f"cannot reach the X display {display!r}: {err}. Is the X server running, and are "
@@ -139,31 +123,61 @@ def _unreachable(display: str, err: Exception) -> DisplayUnavailableError:
     )
 
 
-def _bind_pyautogui(display: str, xauthority: str | None) -> ModuleType:
-    """Import pyautogui bound to ``display``; refuse if this process bound it elsewhere."""
-    if "pyautogui" not in sys.modules:
-        os.environ["DISPLAY"] = display
-        if xauthority:
-            os.environ["XAUTHORITY"] = xauthority
-    try:
-        with temporary_environ(XAUTHORITY=cookie_file(xauthority)):
+def _import_pyautogui(display: str, xauthority: str | None) -> ModuleType:
+    """pyautogui, imported (the first time) while ``display`` is ``$DISPLAY``: it connects to
+    ``$DISPLAY`` at import, and fails to import without a display it can reach."""
+    with contextlib.ExitStack() as stack:
+        if "pyautogui" not in sys.modules:
+            stack.enter_context(temporary_environ(DISPLAY=display))
+        stack.enter_context(temporary_environ(XAUTHORITY=cookie_file(xauthority)))
+        try:
             import pyautogui
-    except Exception as err:  # Xlib raises several kinds while connecting at import time
-        raise DisplayUnavailableError(f"pyautogui cannot use display {display!r}: {err}") from err
-    x11_module = getattr(pyautogui, "platformModule", None)
-    bound_display = getattr(x11_module, "_display", None)
-    bound = bound_display.get_display_name() if bound_display is not None else display
-    if bound_display is not None and _display_key(bound) == _display_key(display):
-        if _gone(bound_display):  # a server of the same name, started after the first ended
-            x11_module._display = _connect(display, xauthority)  # type: ignore[union-attr]
-    elif _display_key(bound) != _display_key(display):
-        raise DisplayUnavailableError(
-            f"pyautogui in this process is already bound to display {bound!r} and cannot "
-            f"drive {display!r}: it connects once, at import. Use one process per display."
-        )
+        except Exception as err:  # Xlib raises several kinds while connecting at import time
+            raise DisplayUnavailableError(
+                f"pyautogui cannot use display {display!r}: {err}"
+            ) from err
     pyautogui.PAUSE = PAUSE
     pyautogui.FAILSAFE = True  # a human can still stop the agent by moving the mouse to a corner
     return pyautogui
+
+
+#: pyautogui's connection is one per process; a backend swaps its own in while it acts.
+_PYAUTOGUI_LOCK = threading.RLock()
+
+
+class _PyautoguiOn:
+    """pyautogui driving the display of ``x`` for the length of a ``with`` block.
+
+    pyautogui's X11 module sends the mouse events through its module-level ``_display`` and
+    reads the pointer and the screen size there; its fail-safe corners are those of the
+    screen it saw at import. For the block, under a process-wide lock (re-entrant: a drag is
+    one block of several calls), both are this backend's; afterwards they are put back.
+    """
+
+    def __init__(self, gui: ModuleType, x: Xlib.display.Display) -> None:
+        self._gui: Any = gui  # its X11 module's internals, which its type stubs do not name
+        self._x = x
+        self._saved: tuple[Any, Any] = (None, None)
+
+    def __enter__(self) -> ModuleType:
+        _PYAUTOGUI_LOCK.acquire()
+        try:
+            platform = self._gui.platformModule
+            screen = self._x.screen()
+            right, bottom = screen.width_in_pixels - 1, screen.height_in_pixels - 1
+            self._saved = (platform._display, self._gui.FAILSAFE_POINTS)
+            platform._display = self._x
+            self._gui.FAILSAFE_POINTS = [(0, 0), (0, bottom), (right, 0), (right, bottom)]
+        except BaseException:
+            _PYAUTOGUI_LOCK.release()
+            raise
+        return self._gui
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._gui.platformModule._display, self._gui.FAILSAFE_POINTS = self._saved
+        finally:
+            _PYAUTOGUI_LOCK.release()
 
 
 class X11Backend:
@@ -200,7 +214,7 @@ class X11Backend:
         _held.release_stale(display=name, env=self.env)  # what a killed process held down here
         self._held = _held.HeldInputs(name, xauthority)
         self._x = _connect(name, xauthority)
-        self._gui = _bind_pyautogui(name, xauthority)
+        self._pyautogui = _import_pyautogui(name, xauthority)
         self._mss: Any = None
         self._wm = _xproto.WindowManagerSync(self._x)
         self._keys = _xproto.KeyBinder(self._x, self._wm)
@@ -211,7 +225,8 @@ class X11Backend:
     # -- life cycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close this backend's own X connections (pyautogui's stays: it is per process)."""
+        """Close this backend's own X connections (pyautogui's stays: it is per process, and
+        each backend lends it one of its own only while it acts)."""
         if self._mss is not None:
             self._mss.close()
             self._mss = None
@@ -303,10 +318,14 @@ class X11Backend:
             if not geometry.contains(at):
                 raise ValueError(f"point ({at.x}, {at.y}) is off the screen {geometry.bounds}")
 
+    def _mouse(self) -> _PyautoguiOn:
+        """pyautogui driving this backend's display, for a ``with`` block."""
+        return _PyautoguiOn(self._pyautogui, self._x)
+
     def move(self, at: Point) -> None:
         self._on_screen(at)
-        with self._x_errors():
-            self._gui.moveTo(at.x, at.y)
+        with self._x_errors(), self._mouse() as gui:
+            gui.moveTo(at.x, at.y)
 
     def pointer(self) -> Point:
         with self._x_errors():
@@ -323,7 +342,8 @@ class X11Backend:
         held = keysyms(hold_keys)
         with self._x_errors(), self._holding(held), self._buttons_released():
             interval = CLICK_INTERVAL if clicks > 1 else 0.0  # pyautogui sleeps it after each
-            self._gui.click(at.x, at.y, clicks=clicks, interval=interval, button=button)
+            with self._mouse() as gui:
+                gui.click(at.x, at.y, clicks=clicks, interval=interval, button=button)
             self._wm.wait()  # the click reached the application before what comes next
 
     def drag(
@@ -333,31 +353,31 @@ class X11Backend:
         self._on_screen(start, end)
         number = str(_button_number(button))
         held = keysyms(hold_keys)
-        with self._x_errors(), self._holding(held), self._buttons_released():
-            self._gui.moveTo(start.x, start.y)
+        with self._x_errors(), self._holding(held), self._buttons_released(), self._mouse() as gui:
+            gui.moveTo(start.x, start.y)
             self._held.add(buttons=[number])
-            self._gui.mouseDown(start.x, start.y, button=button)
+            gui.mouseDown(start.x, start.y, button=button)
             distance = max(abs(end.x - start.x), abs(end.y - start.y))
             steps = max(4, min(40, distance // DRAG_STEP_PX))
             for i in range(1, steps + 1):
                 x = start.x + (end.x - start.x) * i // steps
                 y = start.y + (end.y - start.y) * i // steps
-                self._gui.moveTo(x, y, _pause=False)
+                gui.moveTo(x, y, _pause=False)
                 time.sleep(0.01)
             time.sleep(0.05)  # let the app handle the last motion before the release
-            self._gui.mouseUp(end.x, end.y, button=button)
+            gui.mouseUp(end.x, end.y, button=button)
             self._held.discard(buttons=[number])
             self._wm.wait()
 
     def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None:
         """``clicks`` wheel notches at ``at``: positive is up, or right when ``horizontal``."""
         self._on_screen(at)
-        with self._x_errors():
-            self._gui.moveTo(at.x, at.y)
+        with self._x_errors(), self._mouse() as gui:
+            gui.moveTo(at.x, at.y)
             if horizontal:
-                self._gui.hscroll(clicks, at.x, at.y)  # buttons 6/7
+                gui.hscroll(clicks, at.x, at.y)  # buttons 6/7
             else:
-                self._gui.scroll(clicks, at.x, at.y)  # buttons 4/5
+                gui.scroll(clicks, at.x, at.y)  # buttons 4/5
 
     @contextlib.contextmanager
     def _buttons_released(self) -> Iterator[None]:

@@ -77,6 +77,7 @@ from agent_s.record.result import (
     Ending,
     Postcondition,
     PostconditionResult,
+    Refusal,
     RunEnded,
     RunResult,
     RunStatus,
@@ -316,6 +317,7 @@ class Agent:
         self._focus: str | None = None  # a subtask's text for the worker, instead of the task
         self._subtask: str | None = None
         self._plan: PlanReport | None = None
+        self._refused: Refusal | None = None  # the last action tried, when the gate refused it
         self._user_note = None
         self._gate.reset()
         self._meter.reset(self._budget())
@@ -567,6 +569,8 @@ class Agent:
 
     def _record(self, step: Step) -> None:
         self._steps_taken += 1
+        if step.action is not None and step.terminal is None:  # an action tried: refused?
+            self._refused = Refusal.of(step.step, step.action_text, step.safety)
         self._tally.add_step(step.seconds, step.timings)
         if self._writer is not None:
             with self._tally.recording():
@@ -635,8 +639,13 @@ class Agent:
     def end(self, ending: Ending) -> RunResult:
         """End the task as ``ending`` (see ``agent_s.record.result``): the result, written to
         ``result.json`` when recording."""
-        answer = self._redactor.text(ending.answer) if ending.answer is not None else None
-        ending = replace(ending, reason=self._redactor.text(ending.reason), answer=answer)
+        ending = ending.after(self._refused)  # a failure right after a refusal: its doing
+        redact = self._redactor.text
+        answer = redact(ending.answer) if ending.answer is not None else None
+        refusal = ending.refusal
+        if refusal is not None:
+            refusal = replace(refusal, action=redact(refusal.action), reason=redact(refusal.reason))
+        ending = replace(ending, reason=redact(ending.reason), answer=answer, refusal=refusal)
         result = self._tally.result(
             self._task,
             ending,

@@ -12,6 +12,10 @@ model refused the task), ``max_steps``, ``budget_exceeded`` (cost, tokens or wal
 ``planned`` (a dry run reached done: the actions were planned and drawn, nothing was executed, so
 nothing is claimed to have succeeded), ``needs_input`` (the model asked the user a question with
 ``ask_user`` and nobody could answer: ``question`` holds it; the run stops instead of guessing).
+
+A run that fails right after the safety gate refused an action (the model gives up, the planner
+finds no way on, the replans run out) ended because of that refusal: its cause is ``refused`` and
+``refusal`` names the action, the step and why it was refused (``Refusal``).
 """
 
 from __future__ import annotations
@@ -172,6 +176,34 @@ class BestOf:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """An action the safety gate refused: which, at which step, why, and who decided."""
+
+    step: int
+    action: str  # the action as a call, e.g. "agent.open(app_or_filename='galculator')"
+    reason: str  # why, for the user: "it needs the user's approval (...) and nobody can ..."
+    decided_by: str  # "nobody (no approver)", "approver", "rule 2", "mode deny-risky", ...
+    verdict: str = "ask"  # the policy's: "ask" (approval was needed) or "deny"
+
+    @classmethod
+    def of(cls, step: int, action: str, safety: Mapping[str, Any] | None) -> Refusal | None:
+        """The refusal a step's safety record tells of; None when its action was allowed."""
+        if safety is None or safety.get("allowed", True):
+            return None
+        # records written before the gate kept its reason carry only the model's message
+        reason = str(safety.get("reason") or safety.get("message") or "the safety gate said no")
+        decided_by, verdict = str(safety.get("decided_by", "")), str(safety.get("verdict", "ask"))
+        return cls(step, action, reason, decided_by, verdict)
+
+    def describe(self) -> str:
+        return f"the safety gate refused {self.action} at step {self.step}: {self.reason}"
+
+
+# A failure these causes name, right after a refusal, is the refusal's doing.
+_FAILED_AFTER_REFUSAL = frozenset({"model_gave_up", "invalid_replies", "replan_limit"})
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of one run (see the module docstring)."""
 
@@ -196,6 +228,7 @@ class RunResult:
     plan: dict[str, Any] | None = None
     question: str | None = None  # status needs_input: the question nobody answered
     best_of: BestOf | None = None  # a best-of-N run: the pick, its reason, every attempt
+    refusal: Refusal | None = None  # cause ``refused``: the action refused, and why
 
     @property
     def succeeded(self) -> bool:
@@ -239,6 +272,7 @@ class RunResult:
             plan=data.get("plan"),
             question=data.get("question"),
             best_of=BestOf.from_json(data["best_of"]) if data.get("best_of") else None,
+            refusal=Refusal(**data["refusal"]) if data.get("refusal") else None,
         )
 
 
@@ -268,6 +302,18 @@ class Ending:
     check: PostconditionResult | None = None
     error: BaseException | None = None
     question: str | None = None  # status needs_input: what the agent asked
+    refusal: Refusal | None = None  # cause refused: the action the safety gate refused
+
+    def after(self, refusal: Refusal | None) -> Ending:
+        """This ending, when the last action tried before it was ``refusal`` (None: the last
+        action was carried out): a failure by the model, its replies or its plans is the
+        refusal's doing, and says so (cause ``refused``)."""
+        if refusal is None or self.status is not RunStatus.FAILED:
+            return self
+        if self.cause not in _FAILED_AFTER_REFUSAL:
+            return self
+        reason = f"{refusal.describe()} (after it: {self.reason})"
+        return replace(self, cause="refused", reason=reason, refusal=refusal)
 
 
 class Tally:
@@ -334,6 +380,7 @@ class Tally:
             error_type=type(error).__name__ if error is not None else None,
             plan=plan,
             question=ending.question,
+            refusal=ending.refusal,
         )
 
 
@@ -450,6 +497,7 @@ __all__ = [
     "Ending",
     "Postcondition",
     "PostconditionResult",
+    "Refusal",
     "RunEnded",
     "RunResult",
     "RunStatus",

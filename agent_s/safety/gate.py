@@ -412,6 +412,7 @@ class GateDecision:
     approver: str | None = None  # who approved or refused, when someone was asked
     message: str = ""  # for the model, when refused
     image: str | None = None  # the approval image, when one was saved
+    reason: str = ""  # why it was refused, for the user ("it needs the user's approval ...")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -423,6 +424,7 @@ class GateDecision:
             "approver": self.approver,
             "message": self.message,
             "image": self.image,
+            "reason": self.reason,
         }
 
 
@@ -495,9 +497,7 @@ class SafetyGate:
                 if found.decided_by.startswith("rule")
                 else f"it {reasons}, and risky actions are not allowed in this run"
             )
-            return GateDecision(
-                False, "deny", found.decided_by, mode, risks, message=_refusal(subject, why)
-            )
+            return _refused(subject, why, "deny", found.decided_by, mode, risks)
         keys = {r.key for r in risks} or {f"action:{subject.action}"}
         if keys <= self._always.keys():
             who = ", ".join(sorted({self._always[k] for k in keys}))
@@ -509,9 +509,7 @@ class SafetyGate:
                 f"it needs the user's approval ({reasons}) and nobody can approve actions "
                 "in this run"
             )
-            return GateDecision(
-                False, "ask", "nobody (no approver)", mode, risks, message=_refusal(subject, why)
-            )
+            return _refused(subject, why, "ask", "nobody (no approver)", mode, risks)
         data, path = image() if image is not None else (None, None)
         request = ApprovalRequest(subject, risks, mode, step, substep, data, path)
         saved = str(path.name) if path is not None else None
@@ -525,17 +523,14 @@ class SafetyGate:
         if isinstance(answer, bool):
             answer = Approval(answer)
         if not isinstance(answer, Approval):  # the approver failed: refused, and why
-            message = _refusal(subject, problem)
-            return GateDecision(
-                False, "ask", "approver failed", mode, risks, self.name, message, saved
+            return _refused(
+                subject, problem, "ask", "approver failed", mode, risks, self.name, saved
             )
         who = answer.by or self.name or "approver"
         if not answer.granted:
             note = f": {answer.note}" if answer.note else ""
             why = f"the user ({who}) refused it{note}"
-            return GateDecision(
-                False, "ask", "approver", mode, risks, who, _refusal(subject, why), saved
-            )
+            return _refused(subject, why, "ask", "approver", mode, risks, who, saved)
         if answer.always:
             self._always.update(dict.fromkeys(keys, who))
         by = "approver (always for this run from now)" if answer.always else "approver"
@@ -621,11 +616,22 @@ def _op_words(op: ops.Op) -> str:
             return type(op).__name__.lower()
 
 
-def _refusal(subject: Subject, why: str) -> str:
-    return (
+def _refused(
+    subject: Subject,
+    why: str,
+    verdict: Verdict,
+    decided_by: str,
+    mode: str,
+    risks: tuple[Risk, ...],
+    approver: str | None = None,
+    image: str | None = None,
+) -> GateDecision:
+    """A refusal: ``why`` for the user, and a message telling the model what to do instead."""
+    message = (
         f"Refused: this {subject.noun} was not carried out, because {why}. Do not try it again; "
         "do the task another way, or end it with fail if it cannot be done without it."
     )
+    return GateDecision(False, verdict, decided_by, mode, risks, approver, message, image, why)
 
 
 # -- the picture an approver sees ---------------------------------------------------------------
