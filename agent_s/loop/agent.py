@@ -308,6 +308,8 @@ class Agent:
             self._writer.close()
         self._task = ""
         self._history: list[Step] = []
+        self._steps: list[Step] = []  # every step of the task (the history is a subtask's)
+        self._events: list[dict[str, Any]] = []  # the plan's events, as plan.jsonl has them
         self._writer = None
         self._draft = _Draft(0)
         self._requests.reset()
@@ -568,6 +570,7 @@ class Agent:
         return reply.text.strip() or None
 
     def _record(self, step: Step) -> None:
+        self._steps.append(step)
         self._steps_taken += 1
         if step.action is not None and step.terminal is None:  # an action tried: refused?
             self._refused = Refusal.of(step.step, step.action_text, step.safety)
@@ -660,7 +663,7 @@ class Agent:
             self._writer.close()
             self._writer = None
         if self.memory is not None:  # after the folder is complete: it is what is learned from
-            self.memory.learn(result)
+            self.memory.learn(result, self._steps, self._events, self._redactor.data)
         return result
 
     def finish(
@@ -757,6 +760,7 @@ class _PlanHost:
         agent = self.agent
         if agent._writer is not None:
             agent._writer.write_event({"event": kind, "after_step": agent._steps_taken, **data})
+        agent._events.append({"event": kind, "after_step": agent._steps_taken, **data})
         if agent.on_plan is not None:
             agent.on_plan(kind, data)
 
