@@ -1,7 +1,7 @@
 """Replaying a recorded run on the live desktop, re-grounding every target on the screen as it
 is now; with ``heal``, the agent takes over where the replay diverges.
 
-    result = replay("runs/run-20260101-120000-4242", backend)      # ReplayResult
+    result = replay("runs/run-20260101-120000-4242")  # ReplayResult; this session's desktop
     result.status          # "replayed", "diverged", "healed", "heal_failed" or "stopped"
     result.divergence      # None, or the step and why it could not be replayed
     result.run             # the new run's RunResult (its folder: result.run.trajectory_dir)
@@ -29,18 +29,23 @@ Divergence: before an input step (click, type, keys, scroll, drag) the replay wa
 "Untitled 1"); a target that is
 not found, an action the safety gate refuses or that fails, a screen of another size for
 recorded coordinates, or the postcondition failing after ``done``: each stops the replay with a
-``Divergence`` naming the recorded step and why. With ``heal`` and a model, the rest of the task
+``Divergence`` naming the step and why. With ``heal`` and a model, the rest of the task
 goes to the agent in the same run: it is given a note of what was replayed and where and why it
 diverged (a ``save_to_knowledge`` step, shown to the model on every later step), sees the
 replayed steps in its history, and carries on until ``done``; the repaired run is one folder
 that can itself be replayed.
+
+Step numbers are the new run's everywhere (its per-step lines, its trajectory and report, the
+divergence, the counts): a recorded step left out (``Script.skipped``: a failed step, a
+question) takes no number, and typing that ended with Enter takes two. Where the recorded
+number differs, the divergence says it too (``recorded as step 7``).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -131,25 +136,39 @@ class Script(BaseModel):
 
 @dataclass(frozen=True)
 class Divergence:
-    """Where and why a replay stopped: the recorded step, its action, what happened."""
+    """Where and why a replay stopped. ``step``: the new run's step number, the one its
+    per-step lines, trajectory and report show (the step that failed, or for one that was not
+    carried out, the number it would have had); ``recorded``: its number in the recorded run,
+    which differs where the recording had steps left out (``Script.skipped``) or typing that
+    ended with Enter (replayed as two steps); ``action``: the recorded action."""
 
     step: int
     action: str
     kind: DivergenceKind
     reason: str
+    recorded: int
 
     def describe(self) -> str:
-        return f"step {self.step} ({self.action}): {self.reason}"
+        where = f"; recorded as step {self.recorded}" if self.recorded != self.step else ""
+        return f"step {self.step} ({self.action}{where}): {self.reason}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "action": self.action, "kind": self.kind, "reason": self.reason}
+        return {
+            "step": self.step,
+            "recorded_step": self.recorded,
+            "action": self.action,
+            "kind": self.kind,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
 class ReplayResult:
     """How a replay went. ``run``: the new run's result (its folder, steps, model calls);
-    ``replayed``: how many recorded steps were carried out; ``healed``: the steps the agent
-    took after the divergence."""
+    ``replayed``: how many of the new run's steps carried out recorded steps (its steps 1 to
+    ``replayed``; more than ``recorded`` where typing that ended with Enter was replayed as
+    two steps); ``recorded``: how many recorded steps they carried out; ``healed``: the steps
+    the agent took after the divergence."""
 
     status: ReplayStatus
     source: str
@@ -158,6 +177,7 @@ class ReplayResult:
     divergence: Divergence | None = None
     healed: int = 0
     steps: tuple[Step, ...] = field(default=(), repr=False)
+    recorded: int = 0
 
     @property
     def ok(self) -> bool:
@@ -188,6 +208,7 @@ class ReplayResult:
             "status": self.status,
             "source": self.source,
             "replayed": self.replayed,
+            "recorded": self.recorded,
             "healed": self.healed,
             "divergence": self.divergence.to_json() if self.divergence else None,
             "result": self.run.to_json(),
@@ -360,12 +381,27 @@ def _acts_on_a_window(action: ActionModel) -> bool:
     return not isinstance(action, quiet)
 
 
+@dataclass
+class _Progress:
+    """How far a replay got: the new run's steps, how many recorded steps were carried out and
+    by how many of the new run's steps (the first ``replayed``)."""
+
+    steps: list[Step] = field(default_factory=list)
+    recorded: int = 0
+    replayed: int = 0
+
+    def next_step(self) -> int:
+        """The new run's number for its next step."""
+        return self.steps[-1].step + 1 if self.steps else 1
+
+
 class Replayer:
-    """Carries out a ``Script`` through an agent (see the module docstring)."""
+    """Carries out a ``Script`` through an agent (see the module docstring). ``backend``: the
+    desktop; None, as for ``Agent``: this session's (``Agent.backend``)."""
 
     def __init__(
         self,
-        backend: DesktopBackend,
+        backend: DesktopBackend | None = None,
         *,
         model: ModelConfig | None = None,
         settings: AgentConfig | None = None,
@@ -383,7 +419,6 @@ class Replayer:
                 "--heal needs a model to hand the rest of the task to: pass --model (and "
                 "--provider, --base-url), or set AGENT_S_MODEL"
             )
-        self.backend = backend
         self.heal = heal
         self.has_model = model is not None
         self.wait_seconds = wait_seconds
@@ -402,36 +437,41 @@ class Replayer:
             on_step=on_step,
         )
 
+    @property
+    def backend(self) -> DesktopBackend:
+        """The desktop replayed on: the agent's (``Agent.backend``)."""
+        return self.agent.backend
+
     def run(self, script: Script, postcondition: Postcondition | None = None) -> ReplayResult:
         """Replay ``script``; with ``heal``, the agent finishes what the replay could not."""
         agent = self.agent
         agent.start(script.task)
-        steps: list[Step] = []
-        replayed = 0
+        progress = _Progress()
         divergence: Divergence | None = None
         try:
             for planned in script.steps:
-                divergence = self._before(planned)
+                divergence = self._before(planned, progress.next_step())
                 if divergence is None:
                     for step in self._carry_out(planned):
-                        steps.append(step)
+                        progress.steps.append(step)
                         divergence = self._after(planned, step)
                         if divergence is not None:
                             break
                 if divergence is not None:
                     break
-                replayed += 1
+                progress.recorded += 1
+                progress.replayed = len(progress.steps)
                 if planned.action.is_terminal:
                     ending = final_ending(planned.action, postcondition)
                     if ending.cause != "postcondition_failed":
-                        return self._done(script, agent.end(ending), replayed, steps)
+                        return self._done(script, agent.end(ending), progress)
                     reason = f"the check after done failed: {ending.reason}"
-                    divergence = Divergence(planned.step, planned.text, "check", reason)
+                    divergence = _diverged(planned, progress.steps[-1].step, "check", reason)
                     break
             else:
                 reason = "every recorded step was replayed; the recording did not end with done"
                 run = agent.end(Ending(RunStatus.MAX_STEPS, "max_steps", reason))
-                return self._done(script, run, replayed, steps)
+                return self._done(script, run, progress)
             if divergence is None:  # the loop only breaks with one
                 raise RuntimeError("a replay stopped without a divergence")
             if self.on_divergence is not None:
@@ -440,8 +480,8 @@ class Replayer:
                 reason = f"the replay diverged at {divergence.describe()}"
                 cause: Cause = "refused" if divergence.kind == "refused" else "replay_diverged"
                 run = agent.end(Ending(RunStatus.FAILED, cause, reason))
-                return self._done(script, run, replayed, steps, divergence)
-            return self._heal(script, replayed, steps, divergence, postcondition)
+                return self._done(script, run, progress, divergence)
+            return self._heal(script, progress, divergence, postcondition)
         except BaseException as err:
             stopped = error_ending(err)
             if stopped is None:
@@ -449,15 +489,14 @@ class Replayer:
                     agent.end(Ending(RunStatus.ERROR, "internal_error", describe_error(err)))
                 raise
             run = agent.end(stopped)
-            result = self._done(script, run, replayed, steps, divergence)
+            result = self._done(script, run, progress, divergence)
             return replace(result, status="stopped")  # a limit, Ctrl-C, the model or desktop
 
     def _done(
         self,
         script: Script,
         run: RunResult,
-        replayed: int,
-        steps: Sequence[Step],
+        progress: _Progress,
         divergence: Divergence | None = None,
         healed: int = 0,
     ) -> ReplayResult:
@@ -467,36 +506,46 @@ class Replayer:
             status = "healed" if run.succeeded else "heal_failed"
         else:
             status = "diverged"
-        return ReplayResult(status, script.source, run, replayed, divergence, healed, tuple(steps))
+        return ReplayResult(
+            status,
+            script.source,
+            run,
+            progress.replayed,
+            divergence,
+            healed,
+            tuple(progress.steps),
+            progress.recorded,
+        )
 
     # -- one step --
 
-    def _before(self, planned: ScriptStep) -> Divergence | None:
-        """What stops the step before it runs: it needs the model, its recorded coordinates
-        are for another screen size, or its window is not the active one."""
+    def _before(self, planned: ScriptStep, number: int) -> Divergence | None:
+        """What stops the step (the new run's step ``number``) before it runs: it needs the
+        model, its recorded coordinates are for another screen size, or its window is not the
+        active one."""
         action = planned.action
         if isinstance(action, CallCodeAgentAction) and not self.has_model:
             reason = (
                 "the code agent's step needs the model: replay with --model (its code is "
                 "written again by the model) or --heal"
             )
-            return Divergence(planned.step, planned.text, "needs_model", reason)
+            return _diverged(planned, number, "needs_model", reason)
         if any(p is not None for p in planned.pinned):
             if isinstance(action, HighlightTextSpanAction):
                 reason = "a text span given as coordinates cannot be found again"
-                return Divergence(planned.step, planned.text, "screen_size", reason)
+                return _diverged(planned, number, "screen_size", reason)
             size = self.backend.capture().image.size
             if planned.screen != (0, 0) and tuple(size) != tuple(planned.screen):
                 reason = (
                     f"the model gave coordinates for a {planned.screen[0]}x{planned.screen[1]} "
                     f"screen, this one is {size[0]}x{size[1]}: they cannot be replayed"
                 )
-                return Divergence(planned.step, planned.text, "screen_size", reason)
+                return _diverged(planned, number, "screen_size", reason)
         if planned.window is not None and _acts_on_a_window(action):
-            return self._await_window(planned, planned.window)
+            return self._await_window(planned, planned.window, number)
         return None
 
-    def _await_window(self, planned: ScriptStep, window: str) -> Divergence | None:
+    def _await_window(self, planned: ScriptStep, window: str, number: int) -> Divergence | None:
         """Wait (at most ``wait_seconds``) for the recorded ``window`` to be the active one."""
         wanted = window_key(window)
         deadline = time.monotonic() + self.wait_seconds
@@ -517,7 +566,7 @@ class Replayer:
             f"it was recorded in the window {window!r}; after {self.wait_seconds:g} s "
             f"the active window is {shown}"
         )
-        return Divergence(planned.step, planned.text, "window", reason)
+        return _diverged(planned, number, "window", reason)
 
     def _carry_out(self, planned: ScriptStep) -> Iterator[Step]:
         """The step through the agent's own step: grounded again, judged, executed, recorded.
@@ -565,11 +614,11 @@ class Replayer:
             return None
         missing = next((g for g in step.grounding if g.point is None), None)
         if missing is not None:
-            return Divergence(planned.step, planned.text, "not_found", step.detail)
+            return _diverged(planned, step.step, "not_found", step.detail)
         safety = step.safety or {}
         if safety and not safety.get("allowed", True):
-            return Divergence(planned.step, planned.text, "refused", step.detail)
-        return Divergence(planned.step, planned.text, "failed", step.detail or step.outcome)
+            return _diverged(planned, step.step, "refused", step.detail)
+        return _diverged(planned, step.step, "failed", step.detail or step.outcome)
 
     def _await_typed(self, text: str) -> None:
         """After typing, wait (at most ``wait_seconds``) until the focused field shows the
@@ -582,19 +631,26 @@ class Replayer:
     def _heal(
         self,
         script: Script,
-        replayed: int,
-        steps: list[Step],
+        progress: _Progress,
         divergence: Divergence,
         postcondition: Postcondition | None,
     ) -> ReplayResult:
-        """The rest of the task to the agent, in the same run (see the module docstring)."""
+        """The rest of the task to the agent, in the same run (see the module docstring). The
+        note names the steps by this run's numbers, as the model's history shows them."""
         agent = self.agent
-        done = ", ".join(str(s.step) for s in script.steps[:replayed]) or "none"
+        if progress.replayed:
+            recorded = ", ".join(str(s.step) for s in script.steps[: progress.recorded])
+            done = (
+                f"steps 1 to {progress.replayed} of this run carried out its steps {recorded} again"
+            )
+        else:
+            done = "none of its steps could be carried out again"
         note = (
-            f"This task is a replay of a recorded run: the recorded steps {done} were carried "
-            f"out again; then the replay diverged at recorded {divergence.describe()}. Do the "
-            "rest of the task from the screen as it is now; do not repeat what is already done."
+            f"This task is a replay of a recorded run: {done}; then the replay diverged at "
+            f"{divergence.describe()}. Do the rest of the task from the screen as it is now; "
+            "do not repeat what is already done."
         )
+        steps = progress.steps
         steps.append(agent.step(given=SaveToKnowledgeAction(text=(note[:1000],))))
         healed = 0
         limit = self.settings.max_steps
@@ -604,10 +660,15 @@ class Replayer:
             healed += 1
             if step.action is not None and step.terminal is not None:
                 run = agent.end(final_ending(step.action, postcondition))
-                return self._done(script, run, replayed, steps, divergence, healed)
+                return self._done(script, run, progress, divergence, healed)
         reason = f"the agent did not finish the rest of the task in {limit} steps"
         run = agent.end(Ending(RunStatus.MAX_STEPS, "max_steps", reason))
-        return self._done(script, run, replayed, steps, divergence, healed)
+        return self._done(script, run, progress, divergence, healed)
+
+
+def _diverged(planned: ScriptStep, number: int, kind: DivergenceKind, reason: str) -> Divergence:
+    """The divergence at the new run's step ``number``, which was to carry out ``planned``."""
+    return Divergence(number, planned.text, kind, reason, planned.step)
 
 
 def _target_fields(action: ActionModel) -> list[str]:
@@ -617,7 +678,7 @@ def _target_fields(action: ActionModel) -> list[str]:
 
 def replay(
     run_dir: Path | str | Script,
-    backend: DesktopBackend,
+    backend: DesktopBackend | None = None,
     *,
     model: ModelConfig | None = None,
     settings: AgentConfig | None = None,
@@ -629,7 +690,8 @@ def replay(
     on_step: Callable[[Step], None] | None = None,
     on_divergence: Callable[[Divergence], None] | None = None,
 ) -> ReplayResult:
-    """Replay the run recorded in ``run_dir`` (or a ``Script``) on ``backend``. ``model``: only
+    """Replay the run recorded in ``run_dir`` (or a ``Script``) on ``backend`` (None: this
+    session's desktop, as for ``Agent``). ``model``: only
     for ``heal`` (and recorded code-agent steps); without one nothing can call a model.
     ``settings.record_dir``: where the new run folder goes (None: not recorded)."""
     script = run_dir if isinstance(run_dir, Script) else script_of(run_dir)

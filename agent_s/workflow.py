@@ -4,17 +4,20 @@ values.
     flow = Workflow.from_run("runs/run-20260101-120000-4242", "save-note")
     flow.parameters          # {"text_1": "hello there", "file_1": "/tmp/note.txt"}
     flow.save()              # into the memory store (agent_s.memory), with its provenance
-    Workflow.load("save-note").run({"file_1": "/tmp/other.txt"}, backend=backend)
+    Workflow.load("save-note").run({"file_1": "~/other.txt"})  # on this session's desktop
 
 A workflow is the run's replay ``Script`` (``agent_s.replay``) with its parameters: the literal
 values of the task text (quoted text, file names and paths, numbers:
-``agent_s.memory.parameters``) that the recorded actions typed, clicked or opened. Running it
-with new values puts each value where its literal stood, in the actions' text fields, in the
-recorded window titles (a document's name) and in the task, then replays it: every target is
-grounded again, nothing asks a model unless the replay diverges and ``heal`` is on. Only the
-text fields change: a parameter never rewrites a number of clicks or a step number. A value
-with a quote, backslash or control character is refused, as is a number parameter given
-something else than a number.
+``agent_s.memory.parameters``) that the recorded actions typed, clicked or opened, and the text
+typed that the task has as it is, quoted or not. Running it with new values puts each value
+where its literal stood, in the actions' text fields, in the recorded window titles (a
+document's name) and in the task, then replays it: every target is grounded again, nothing asks
+a model unless the replay diverges and ``heal`` is on. Only the text fields change: a parameter
+never rewrites a number of clicks or a step number. A value with a quote, backslash or control
+character is refused, as is a number parameter given something else than a number. A value
+that starts with ``~`` (``~`` or ``~/...``) is a path in the HOME of the desktop it runs on (a
+virtual desktop's own HOME, not the user's): written out in full, or left for the application to
+read where the recorded value started with ``~`` too.
 
 Only a run that succeeded can be saved; its provenance names the run, the date, the model and
 the task (``Provenance``), and is unverified: what a run folder says of its own check is a
@@ -27,13 +30,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_s.desktop.base import DesktopBackend
+from agent_s.actions import TypeAction
+from agent_s.desktop.base import DesktopBackend, desktop_home
 from agent_s.memory.entries import Provenance, Skill
 from agent_s.memory.parameters import extract_parameters, instantiate
 from agent_s.memory.store import MemoryStore, StoredWorkflow, check_workflow_name
@@ -43,10 +48,10 @@ from agent_s.record.trajectory import load_trajectory
 from agent_s.replay import (
     WAIT_SECONDS,
     Divergence,
+    Replayer,
     ReplayResult,
     Script,
     ScriptStep,
-    replay,
     script_of,
 )
 from agent_s.safety.gate import Approver
@@ -85,7 +90,9 @@ class Workflow(BaseModel):
         if not any(step.action.is_desktop for step in script.steps):
             raise ValueError(f"{trajectory.folder} did nothing on the desktop: nothing to replay")
         fields = [text for _, text in _text_fields(script)]
-        parameters = extract_parameters(script.task, json.dumps(fields, ensure_ascii=False))
+        typed = [s.action.text for s in script.steps if isinstance(s.action, TypeAction)]
+        code = json.dumps(fields, ensure_ascii=False)
+        parameters = extract_parameters(script.task, code, typed)
         provenance = Provenance(
             run_id=trajectory.folder.name,
             steps=tuple(step.step for step in script.steps),
@@ -137,11 +144,21 @@ class Workflow(BaseModel):
 
     # -- running --
 
-    def with_values(self, values: Mapping[str, str]) -> Script:
+    def with_values(self, values: Mapping[str, str], *, home: Path | None = None) -> Script:
         """The script with each parameter's literal replaced by its new value (ValueError for an
-        unknown name or an unsafe value; see the module docstring)."""
+        unknown name or an unsafe value; see the module docstring). ``home``: the desktop's
+        HOME, where a value starting with ``~`` is a path, written out in full unless the
+        recorded value started with ``~`` too (the recording shows that the application reads
+        ``~`` there, as the desktop's HOME); None leaves ``~`` as it is."""
         if not values:
             return self.script
+        if home is not None:
+            values = {
+                name: value
+                if self.parameters.get(name, "").startswith("~")
+                else home_path(value, home)
+                for name, value in values.items()
+            }
         fields = _text_fields(self.script)
         task_index = len(fields)
         texts = (*(text for _, text in fields), self.script.task)
@@ -166,7 +183,7 @@ class Workflow(BaseModel):
         self,
         params: Mapping[str, str] | None = None,
         *,
-        backend: DesktopBackend,
+        backend: DesktopBackend | None = None,
         model: ModelConfig | None = None,
         settings: AgentConfig | None = None,
         grounding: GroundingConfig | None = None,
@@ -177,21 +194,23 @@ class Workflow(BaseModel):
         on_step: Callable[[Step], None] | None = None,
         on_divergence: Callable[[Divergence], None] | None = None,
     ) -> ReplayResult:
-        """Replay the workflow with ``params`` (new values by parameter name) on ``backend``
-        (see ``agent_s.replay.replay`` for the rest)."""
-        return replay(
-            self.with_values(params or {}),
+        """Replay the workflow with ``params`` (new values by parameter name) on ``backend``;
+        unless one is given, this session's desktop, as ``Agent`` picks it (``Agent.backend``).
+        A value starting with ``~`` is a path in that desktop's HOME. See
+        ``agent_s.replay.replay`` for the rest."""
+        replayer = Replayer(
             backend,
             model=model,
             settings=settings,
             grounding=grounding,
             heal=heal,
-            postcondition=postcondition,
             approver=approver,
             wait_seconds=wait_seconds,
             on_step=on_step,
             on_divergence=on_divergence,
         )
+        script = self.with_values(params or {}, home=desktop_home(replayer.backend))
+        return replayer.run(script, postcondition)
 
 
 def _text_fields(script: Script) -> list[tuple[tuple[int, str], str]]:
@@ -228,6 +247,39 @@ def parse_values(pairs: Iterable[str]) -> dict[str, str]:
     return values
 
 
+def home_path(value: str, home: Path) -> str:
+    """``value`` with a leading ``~`` (``~`` or ``~/...``) turned into ``home``, as a shell
+    would; any other value as it is."""
+    if value == "~" or value.startswith("~/"):
+        return str(home) + value[1:]
+    return value
+
+
+def _inside(path: str, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or inside it (as written: ``..`` resolved, no links)."""
+    given, top = os.path.normpath(path), os.path.normpath(folder)
+    return given == top or given.startswith(top.rstrip("/") + "/")
+
+
+def refuse_user_home(values: Mapping[str, str], home: Path, user_home: Path) -> None:
+    """ValueError, in one line, for a value in ``user_home`` (the user's own HOME) and not in
+    ``home`` (a virtual desktop's): the shell turns an unquoted ``~`` (``--set file_1=~/x.txt``)
+    into the user's HOME before agent-s sees it, so the workflow would write outside the
+    desktop's HOME. The value is to be quoted (``'~/x.txt'``), or a path inside ``home``."""
+    if os.path.normpath(user_home) == "/":
+        return  # every absolute path is "inside" /: nothing to tell apart
+    for name, value in values.items():
+        if _inside(value, user_home) and not _inside(value, home):
+            rest = os.path.relpath(os.path.normpath(value), user_home)
+            quoted = "~" if rest == "." else f"~/{rest}"
+            raise ValueError(
+                f"--set {name}={value} is in your own HOME ({user_home}), outside the virtual "
+                f"desktop's HOME ({home}): the shell turns an unquoted ~ into your HOME before "
+                f"agent-s sees it. Quote it, --set '{name}={quoted}', for the virtual desktop's "
+                "HOME, or give a path inside it"
+            )
+
+
 def describe(flow: Workflow) -> dict[str, Any]:
     """The workflow for people and ``--json``: name, task, parameters, steps, provenance."""
     prov = flow.provenance
@@ -245,4 +297,4 @@ def describe(flow: Workflow) -> dict[str, Any]:
     }
 
 
-__all__ = ["Workflow", "describe", "parse_values"]
+__all__ = ["Workflow", "describe", "home_path", "parse_values", "refuse_user_home"]

@@ -13,7 +13,7 @@ The options shared with ``agent-s workflow run`` are here (``ReplayOptions``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,6 +25,7 @@ from agent_s.cli import options, output
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
+    from agent_s.desktop.base import DesktopBackend
     from agent_s.replay import ReplayResult, Script
 
 Heal = Annotated[
@@ -99,8 +100,10 @@ def _fail(err: Console, message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run_script(script: Script, given: ReplayOptions) -> None:
-    """Replay ``script`` as the options say, print the result and exit with its code."""
+def run_script(script: Script | Callable[[DesktopBackend], Script], given: ReplayOptions) -> None:
+    """Replay ``script`` as the options say, print the result and exit with its code.
+    ``script`` may be a function of the desktop (a workflow's values need its HOME): a
+    ValueError from it is a usage error, before anything is replayed."""
     from agent_s.cli.run import (
         _approver,
         _check_argv,
@@ -111,7 +114,7 @@ def run_script(script: Script, given: ReplayOptions) -> None:
         run_settings,
     )
     from agent_s.record.result import CommandCheck
-    from agent_s.replay import Replayer
+    from agent_s.replay import Replayer, Script
 
     out, err = output.console(), output.console(stderr=True)
     flags: Mapping[str, Any] = {
@@ -145,14 +148,11 @@ def run_script(script: Script, given: ReplayOptions) -> None:
         raise _fail(err, str(error)) from error
     if approver is None:
         _nobody_approves(err, settings.safety.mode)
-    err.print(
-        f"[bold]replay:[/] {_safe(script.task)}  [dim]({len(script.steps)} steps from "
-        f"{_safe(script.source or 'a workflow')})[/]",
-        highlight=False,
-        soft_wrap=True,
-    )
     try:
         with _desktop(given.virtual, err) as (backend, env):
+            if not isinstance(script, Script):
+                script = script(backend)
+            _print_script(err, script)
             replayer = Replayer(
                 backend,
                 model=model,
@@ -180,6 +180,40 @@ def run_script(script: Script, given: ReplayOptions) -> None:
     raise typer.Exit(result.exit_code)
 
 
+#: What to do about a divergence, by its kind (``agent_s.replay.DivergenceKind``).
+_FIXES = {
+    "window": "make the desktop look as it did when the run was recorded (open the window the "
+    "step names)",
+    "not_found": "make the screen show what the step looks for (the application and document "
+    "as they were when the run was recorded)",
+    "refused": "allow the action (--safety auto, or approve it when asked)",
+    "failed": "look at the screen and the step's reason above, then replay again",
+    "screen_size": "replay on a screen of the size the run was recorded on",
+    "check": "every step was carried out but the check failed: compare what --check tests (a ~ "
+    "in it is the desktop's HOME) with what the steps did",
+    "needs_model": "give a model (--model, --provider, --base-url)",
+}
+
+
+def _print_script(err: Console, script: Script) -> None:
+    """The replay's first lines: the task, the recorded steps it carries out, those left out."""
+    recorded = len(script.steps) + len(script.skipped)
+    of = f"{len(script.steps)} of {recorded}" if script.skipped else f"{len(script.steps)}"
+    err.print(
+        f"[bold]replay:[/] {_safe(script.task)}  [dim]({of} recorded steps from "
+        f"{_safe(script.source or 'a workflow')})[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if script.skipped:
+        err.print(
+            f"[dim]recorded steps left out: {_safe('; '.join(script.skipped))}; the steps "
+            "below are numbered as the new run's[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def print_result(out: Console, result: ReplayResult, as_json: bool, heal: bool) -> None:
     if as_json:
         out.file.write(json.dumps(result.to_json()) + "\n")
@@ -188,7 +222,10 @@ def print_result(out: Console, result: ReplayResult, as_json: bool, heal: bool) 
     run = result.run
     divergence = result.divergence
     if result.status == "replayed":
-        head = f"[green]replayed[/]: {result.replayed} steps, {_safe(run.reason)}"
+        head = f"[green]replayed[/]: {result.replayed} steps"
+        if result.recorded != result.replayed:  # typing that ended with Enter is two steps
+            head += f" ({result.recorded} recorded, Enter after typing a step of its own)"
+        head += f", {_safe(run.reason)}"
     elif result.status == "healed":
         head = f"[green]healed[/]: {result.replayed} steps replayed, {result.healed} by the agent"
     elif result.status == "stopped":
@@ -198,10 +235,10 @@ def print_result(out: Console, result: ReplayResult, as_json: bool, heal: bool) 
     out.print(head, highlight=False, soft_wrap=True)
     if divergence is not None and result.status != "diverged":
         out.print(f"diverged at {_safe(divergence.describe())}", highlight=False, soft_wrap=True)
-    if result.status == "diverged" and not heal:
+    if result.status == "diverged" and not heal and divergence is not None:
         out.print(
-            "fix: make the desktop look as it did when the run was recorded (open the window "
-            "the step names), or replay with --heal and a model to let the agent finish it",
+            f"fix: {_FIXES.get(divergence.kind, _FIXES['window'])}, or replay with --heal and a "
+            "model to let the agent finish it",
             highlight=False,
             soft_wrap=True,
         )

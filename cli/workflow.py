@@ -37,7 +37,9 @@ from agent_s.cli.replay import (
 )
 
 if TYPE_CHECKING:
+    from agent_s.desktop.base import DesktopBackend
     from agent_s.memory import MemoryStore
+    from agent_s.replay import Script
     from agent_s.workflow import Workflow
 
 workflow_app = typer.Typer(
@@ -213,15 +215,27 @@ def run(
     ground_url: options.GroundUrl = None,
     ground_model: options.GroundModel = None,
 ) -> None:
-    """Replay a workflow with new values for its parameters (--set KEY=VALUE)."""
+    """Replay a workflow with new values for its parameters (--set KEY=VALUE); a value
+    starting with ~ is a path in the desktop's HOME (with --virtual, the virtual desktop's)."""
     from agent_s.workflow import parse_values
 
     flow = _load(name, db)
     try:
-        script = flow.with_values(parse_values(set_values or []))
+        values = parse_values(set_values or [])
+        flow.with_values(values)  # names and values checked before the desktop starts
     except ValueError as error:
         known = ", ".join(f"{k} (recorded {v!r})" for k, v in flow.parameters.items())
         raise _fail(f"{error}; the parameters of {name!r}: {known or 'none'}") from None
+
+    def script(backend: DesktopBackend) -> Script:
+        from agent_s.desktop.base import desktop_home
+        from agent_s.workflow import refuse_user_home
+
+        home = desktop_home(backend)
+        if virtual:  # the shell made an unquoted ~ the user's HOME: not the desktop's
+            refuse_user_home(values, home, Path.home())
+        return flow.with_values(values, home=home)
+
     given = ReplayOptions(
         heal,
         virtual,

@@ -190,13 +190,17 @@ def _memory(scene: Scene, env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "AGENT_S_MEMORY_DB": str(scene.home / _DB)}
 
 
-def _replayed(done: subprocess.CompletedProcess[str], steps: int) -> Path:
-    """A replay's stdout says it replayed every step with no model call: the new run's folder."""
+def _replayed(done: subprocess.CompletedProcess[str], recorded: int) -> Path:
+    """A replay's stdout says it replayed every one of the ``recorded`` steps with no model
+    call, counting the new run's steps as its trajectory numbers them (typing that ended with
+    Enter is two): the new run's folder."""
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith(f"replayed: {steps} steps"), done.stdout
-    assert re.search(r"^\d+ steps, 0 model calls, 0 tokens", done.stdout, re.M), done.stdout
     made = re.search(r"^trajectory: (.+)$", done.stdout, re.MULTILINE)
     assert made, done.stdout
+    steps = len(load_trajectory(made[1]).steps)
+    head = f"replayed: {steps} steps" + (f" ({recorded} recorded" if steps != recorded else ",")
+    assert done.stdout.startswith(head), done.stdout
+    assert re.search(rf"^{steps} steps, 0 model calls, 0 tokens", done.stdout, re.M), done.stdout
     return Path(made[1])
 
 

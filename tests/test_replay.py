@@ -178,7 +178,7 @@ def test_heal_hands_the_rest_to_the_agent_and_records_the_repaired_run(
     assert text.startswith("Groceries\nmilk and eggs"), text
     # the model was told what happened
     assert "This task is a replay of a recorded run" in first_request
-    assert "diverged at recorded step 1 (agent.click(element_description='Shopping list'))" in (
+    assert "diverged at step 1 (agent.click(element_description='Shopping list'))" in (
         first_request
     )
     # one new folder: the failed step, the note, the repaired steps; replayable itself
@@ -249,7 +249,7 @@ def test_a_recorded_run_replays_on_a_fresh_desktop_with_no_model_call(
         assert done.returncode == 0, done.stdout + done.stderr
         data = json.loads(done.stdout)
         assert data["status"] == "replayed", data
-        assert data["replayed"] == 4
+        assert (data["recorded"], data["replayed"]) == (4, 5)  # Enter after typing: a step
         assert data["result"]["model_calls"] == 0  # and no model is configured to call
         assert poll(lambda: doc.is_file() and doc.read_text().startswith("milk and eggs"))
     # the file name typed, then (once the dialog's field showed it) Enter, as its own step

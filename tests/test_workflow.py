@@ -95,8 +95,9 @@ def test_a_saved_workflow_runs_with_a_new_file_and_new_text_and_no_model_call(
     args += ["--record", str(tmp_path / "replays")]
     done = cli(x11, tmp_path, *args)
     assert done.exit_code == 0, done.output
-    assert "replayed: 2 steps" in done.output, done.output
-    assert "0 model calls" in done.output, done.output
+    # the 2 recorded steps are 3 in the new run: the typing, then Enter, then done
+    assert "replayed: 3 steps (2 recorded" in done.output, done.output
+    assert "3 steps, 0 model calls" in done.output, done.output
     assert poll(lambda: first.is_file() and first.read_text() == "good morning\n")
     assert (work / "note.txt").read_text() == "hello there\n"  # the recorded file untouched
 
@@ -114,6 +115,7 @@ def test_a_saved_workflow_runs_with_a_new_file_and_new_text_and_no_model_call(
     assert result.status == "replayed", result.divergence
     assert result.ok
     assert result.model_calls == 0
+    assert (result.recorded, result.replayed) == (2, 3)
     assert (
         result.run.task == f"In the terminal, write the text 'see you later' into the file {second}"
     )

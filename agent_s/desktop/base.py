@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from PIL import Image
@@ -185,6 +187,12 @@ def perform(
                 backend.activate(app)
             case _:
                 raise TypeError(f"not a desktop operation: {op!r}")
+
+
+def desktop_home(backend: DesktopBackend) -> Path:
+    """The desktop's HOME, what ``~`` means there: its environment's (a virtual desktop has one
+    of its own), else this process's."""
+    return Path((backend.env or os.environ).get("HOME") or Path.home())
 
 
 def _await_name_box(backend: DesktopBackend, op: ops.Sleep) -> None:

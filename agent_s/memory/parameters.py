@@ -4,15 +4,22 @@ in their place (text substitution on stored code; nothing is run)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from agent_s.memory.entries import Skill
 
-_QUOTED = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"|`([^`\n]{1,200})`|“([^”\n]{1,200})”")
+# quoted text: '...' (an apostrophe inside, as in 'don't', is not its end: the closing quote is
+# not followed by a letter), "...", `...`, and the typographic quotes; the quotes are not part of it
+_QUOTED = re.compile(
+    r"(?<!\w)'([^\n]{1,200}?)'(?!\w)|\"([^\"\n]{1,200})\"|`([^`\n]{1,200})`"
+    r"|“([^”\n]{1,200})”|‘([^\n]{1,200}?)’(?!\w)|«\s?([^»\n]{1,200}?)\s?»"
+)
 _FILE = re.compile(
     r"(?<![\w.\-/~])(?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z0-9]{1,8}(?![\w\-])"
 )
-_PATH = re.compile(r"(?<![\w.\-/~])~?/(?:[\w.\-]+/)*[\w.\-]+(?![\w\-/])")  # /tmp/out, ~/dir
+# /tmp/out, ~/dir: a path ends with a letter, digit, _ or -, so the full stop ending a sentence
+# ("save it as /tmp/out/note.txt.") is not part of it
+_PATH = re.compile(r"(?<![\w.\-/~])~?/(?:[\w.\-]+/)*[\w.\-]*[\w\-](?![\w\-/])")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w]|\.\d)")
 _UNSAFE_VALUE = re.compile(r"[\x00-\x1f\x7f'\"`\\]")
 
@@ -31,15 +38,21 @@ def _kind_of(literal: str) -> str:
     return "text"
 
 
-def _task_literals(task: str) -> list[str]:
-    """Literal values in the task text, in order: quoted text, file names and paths, numbers.
-    A value inside a longer one (the number in a quoted file name) is not taken on its own."""
+def _task_literals(task: str, typed: Iterable[str] = ()) -> list[str]:
+    """Literal values in the task text, in order: quoted text, file names and paths, numbers,
+    and each of ``typed`` (text typed) that the task has as it is, quoted or not. A value
+    inside a longer one (the number in a quoted file name) is not taken on its own."""
     spans: list[tuple[int, int, str]] = []
     for match in _QUOTED.finditer(task):
-        group = next(g for g in range(1, 5) if match.group(g) is not None)
+        group = match.lastindex or 0  # the alternative that matched
         spans.append((match.start(group), match.end(group), match.group(group)))
     for pattern in (_FILE, _PATH, _NUMBER):
         spans.extend((m.start(), m.end(), m.group()) for m in pattern.finditer(task))
+    for text in typed:
+        text = text.strip()
+        found = re.search(_literal_pattern(text), task) if re.search(r"\w", text) else None
+        if found is not None:
+            spans.append((found.start(), found.end(), text))
     spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
     taken: list[tuple[int, int, str]] = []
     for span in spans:
@@ -58,12 +71,14 @@ def _skill_text(skill: Skill) -> str:
     return "\n".join(skill.actions) if skill.language == "actions" else skill.code
 
 
-def extract_parameters(task: str, code: str) -> dict[str, str]:
+def extract_parameters(task: str, code: str, typed: Iterable[str] = ()) -> dict[str, str]:
     """Literal values the task text and the code share, named by kind and order:
-    ``{"file_1": "sales.csv", "number_1": "200", "text_1": "Total"}``."""
+    ``{"file_1": "sales.csv", "number_1": "200", "text_1": "Total"}``. ``typed``: text the
+    code types; one that the task has as it is came from the task, quoted or not ("type hello
+    world into mousepad"), and is a parameter too."""
     found: dict[str, str] = {}
     counts: dict[str, int] = {}
-    for literal in _task_literals(task):
+    for literal in _task_literals(task, typed):
         if not re.search(_literal_pattern(literal), code):
             continue
         kind = _kind_of(literal)
