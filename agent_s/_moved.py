@@ -48,6 +48,12 @@ MOVED = {
     "agent_s.report_steps": "agent_s.report.steps",
     "agent_s.export": "agent_s.report.export",
     "agent_s.config": "agent_s.settings.config",
+    "agent_s.mcp_server": "agent_s.mcp.server",
+    "agent_s.mcp_tools": "agent_s.mcp.tools",
+    "agent_s.mcp_bridge": "agent_s.mcp.bridge",
+    "agent_s.mcp_models": "agent_s.mcp.models",
+    "agent_s.mcp_http": "agent_s.mcp.http",
+    "agent_s.workflow": "agent_s.replay.workflow",
 }
 
 

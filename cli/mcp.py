@@ -1,12 +1,12 @@
 """``agent-s mcp``: serve agent-s's tools (run a task, ground, screenshot, trajectories) to MCP
 clients, over stdio (the default: a client starts it) or streamable HTTP on loopback, where every
 request must carry the server's token (``Authorization: Bearer TOKEN``; printed once on stderr, or
-kept in ``--token-file``) and the Host and Origin of the server itself (``agent_s.mcp_http``).
+kept in ``--token-file``) and the Host and Origin of the server itself (``agent_s.mcp.http``).
 
 The model, grounding, limits, safety mode and record folder are ``agent-s run``'s settings,
 resolved the same way (flags, ``AGENT_S_*`` variables, the configuration file, ``run``'s
 defaults); ``run_task`` may change the model, grounding and limits per call. The server itself is
-``agent_s.mcp_server``. Exit codes: 0 the client went away, 2 usage or configuration error.
+``agent_s.mcp.server``. Exit codes: 0 the client went away, 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _serve_http(server: Any, host: str, port: int, token_file: Path | None) -> N
     """Listen on loopback, say where and how a client gets in (the token once, or the file it
     is kept in), then serve until interrupted."""
     from agent_s.guards.servers import Door, new_token, token_from_file
-    from agent_s.mcp_http import listen, serve
+    from agent_s.mcp.http import listen, serve
 
     if token_file is not None:
         token, created = token_from_file(token_file.expanduser())
@@ -112,7 +112,7 @@ def mcp(
     configuration names it, e.g. {"mcpServers": {"agent-s": {"type": "http", "url":
     "http://127.0.0.1:8765/mcp", "headers": {"Authorization": "Bearer TOKEN"}}}}."""
     from agent_s.cli.run import RUN_DEFAULTS
-    from agent_s.mcp_server import McpSettings, build_server
+    from agent_s.mcp.server import McpSettings, build_server
 
     err = output.console(stderr=True)
     flags = {

@@ -1,6 +1,6 @@
 """``agent-s replay RUN_DIR``: carry out a recorded run again on the live desktop.
 
-Every target is grounded again on the screen as it is now (``agent_s.replay``); no model is
+Every target is grounded again on the screen as it is now (``agent_s.replay.player``); no model is
 asked unless the replay diverges and ``--heal`` hands the rest of the task to the agent (a
 model configured as for ``agent-s run``). A line per step goes to stderr; stdout holds the
 result: ``replayed``, ``diverged at step N (...)`` with the reason, or ``healed``, the steps and
@@ -26,7 +26,7 @@ from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
     from agent_s.desktop.base import DesktopBackend
-    from agent_s.replay import ReplayResult, Script
+    from agent_s.replay.player import ReplayResult, Script
 
 Heal = Annotated[
     bool,
@@ -114,7 +114,7 @@ def run_script(script: Script | Callable[[DesktopBackend], Script], given: Repla
         run_settings,
     )
     from agent_s.record.result import CommandCheck
-    from agent_s.replay import Replayer, Script
+    from agent_s.replay.player import Replayer, Script
 
     out, err = output.console(), output.console(stderr=True)
     flags: Mapping[str, Any] = {
@@ -180,7 +180,7 @@ def run_script(script: Script | Callable[[DesktopBackend], Script], given: Repla
     raise typer.Exit(result.exit_code)
 
 
-#: What to do about a divergence, by its kind (``agent_s.replay.DivergenceKind``).
+#: What to do about a divergence, by its kind (``agent_s.replay.player.DivergenceKind``).
 _FIXES = {
     "window": "make the desktop look as it did when the run was recorded (open the window the "
     "step names)",
@@ -277,7 +277,7 @@ def replay(
 ) -> None:
     """Carry out a recorded run again, grounding every target on the screen as it is now;
     no model is asked unless --heal takes over where it diverges."""
-    from agent_s.replay import script_of
+    from agent_s.replay.player import script_of
 
     err = output.console(stderr=True)
     try:

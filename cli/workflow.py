@@ -39,8 +39,8 @@ from agent_s.cli.replay import (
 if TYPE_CHECKING:
     from agent_s.desktop.base import DesktopBackend
     from agent_s.memory import MemoryStore
-    from agent_s.replay import Script
-    from agent_s.workflow import Workflow
+    from agent_s.replay.player import Script
+    from agent_s.replay.workflow import Workflow
 
 workflow_app = typer.Typer(
     help="Successful runs kept by name and replayed with new values: save, list, show, run.",
@@ -81,7 +81,7 @@ def _open(db: Path | None) -> MemoryStore:
 
 def _load(name: str, db: Path | None) -> Workflow:
     from agent_s.memory import MemoryStoreError
-    from agent_s.workflow import Workflow
+    from agent_s.replay.workflow import Workflow
 
     with _open(db) as store:
         try:
@@ -104,7 +104,7 @@ def save(
     db: _Db = None,
 ) -> None:
     """Keep a successful run as a named workflow; values from its task become parameters."""
-    from agent_s.workflow import Workflow
+    from agent_s.replay.workflow import Workflow
 
     try:
         flow = Workflow.from_run(run_dir, name)
@@ -133,7 +133,7 @@ def _print_parameters(flow: Workflow) -> None:
 def list_workflows(db: _Db = None, as_json: AsJson = False) -> None:
     """The stored workflows: name, steps, parameters, verified or not, task."""
     from agent_s.memory import MemoryStoreError
-    from agent_s.workflow import Workflow, describe
+    from agent_s.replay.workflow import Workflow, describe
 
     with _open(db) as store:
         try:
@@ -161,7 +161,7 @@ def list_workflows(db: _Db = None, as_json: AsJson = False) -> None:
 @workflow_app.command("show", cls=Command)
 def show(name: _Name, db: _Db = None, as_json: AsJson = False) -> None:
     """One workflow: its task, parameters, steps and provenance."""
-    from agent_s.workflow import describe
+    from agent_s.replay.workflow import describe
 
     flow = _load(name, db)
     data = describe(flow)
@@ -217,7 +217,7 @@ def run(
 ) -> None:
     """Replay a workflow with new values for its parameters (--set KEY=VALUE); a value
     starting with ~ is a path in the desktop's HOME (with --virtual, the virtual desktop's)."""
-    from agent_s.workflow import parse_values
+    from agent_s.replay.workflow import parse_values
 
     flow = _load(name, db)
     try:
@@ -229,7 +229,7 @@ def run(
 
     def script(backend: DesktopBackend) -> Script:
         from agent_s.desktop.base import desktop_home
-        from agent_s.workflow import refuse_user_home
+        from agent_s.replay.workflow import refuse_user_home
 
         home = desktop_home(backend)
         if virtual:  # the shell made an unquoted ~ the user's HOME: not the desktop's

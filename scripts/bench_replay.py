@@ -7,7 +7,7 @@ For each task that has a reference solution: (1) the agent runs it on the task's
 virtual desktop (``agent_s.bench.environment.TaskEnvironment``: the task's setup), the scripted
 model server answering each model call with the next line of the reference solution (a real
 ``Agent.run``: screenshots, grounding, the safety gate, the model's HTTP calls); (2) the run's
-trajectory is replayed (``agent_s.replay.replay``, no model) on a second fresh desktop set up
+trajectory is replayed (``agent_s.replay.player.replay``, no model) on a second fresh desktop set up
 the same way. Both are scored by the task's evaluator. Each phase runs in a process of its own
 (AT-SPI binds a process to one desktop's accessibility bus). Wall time is ``Agent.run`` vs
 ``replay``, without the desktop's start and the setup, which both phases share.
@@ -52,7 +52,7 @@ def phase(
     from agent_s.bench.scoring import evaluate
     from agent_s.bench.tasks import load_task
     from agent_s.record.trajectory import load_trajectory
-    from agent_s.replay import Replayer, script_of
+    from agent_s.replay.player import Replayer, script_of
     from agent_s.testing.scripted_replies import reply, slow
     from agent_s.testing.scripted_server import ScriptedModelServer
 

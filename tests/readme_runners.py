@@ -20,10 +20,10 @@ from polling import poll
 
 from agent_s.memory import MemoryStore
 from agent_s.record.trajectory import load_trajectory
-from agent_s.replay import script_of
+from agent_s.replay.player import script_of
+from agent_s.replay.workflow import Workflow
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.workflow import Workflow
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 

@@ -191,8 +191,9 @@ def test_nothing_here_uses_an_old_module_path() -> None:
             for number, line in enumerate(source.read_text().splitlines(), 1):
                 if _OLD.search(line):
                     used.append(f"{source.relative_to(ROOT)}:{number}: {line.strip()}")
-    readme = (ROOT / "README.md").read_text()
-    used += [f"README.md: {m.group(0)}" for m in _OLD.finditer(readme)]
+    for number, line in enumerate((ROOT / "README.md").read_text().splitlines(), 1):
+        if _OLD.search(line) and "moved" not in line:  # but where it says what moved where
+            used.append(f"README.md:{number}: {line.strip()}")
     assert not used, "old module paths:\n" + "\n".join(used)
 
 

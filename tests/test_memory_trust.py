@@ -526,7 +526,7 @@ def test_a_workflow_saved_from_a_run_folder_whose_result_claims_a_check_is_unver
     """A run folder's result.json is a file anyone may edit: "verified" in it is a claim, and a
     workflow saved from it is stored, listed and loaded as unverified."""
     from agent_s.actions import HotkeyAction
-    from agent_s.workflow import Workflow
+    from agent_s.replay.workflow import Workflow
 
     folder = tmp_path / "run"
     writer = TrajectoryWriter(folder)

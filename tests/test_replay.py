@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.cli.main import app
 from agent_s.grounding import AccessibilityTree
-from agent_s.replay import replay, script_of, window_key
+from agent_s.replay.player import replay, script_of, window_key
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 

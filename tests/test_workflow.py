@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus
 from agent_s.cli.main import app
 from agent_s.memory import MemoryStore
+from agent_s.replay.workflow import Workflow
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
-from agent_s.workflow import Workflow
 
 pytestmark = pytest.mark.desktop
 KEY = "sk-workflow-test-0000"

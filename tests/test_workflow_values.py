@@ -203,7 +203,7 @@ import sys
 from pathlib import Path
 from agent_s import AgentConfig
 from agent_s.memory import MemoryStore
-from agent_s.workflow import Workflow
+from agent_s.replay.workflow import Workflow
 
 with MemoryStore(Path(sys.argv[1])) as store:
     flow = Workflow.load("save-note", store)

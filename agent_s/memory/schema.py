@@ -34,7 +34,7 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM entries_fts WHERE rowid = old.id;
     END;
     """,
-    # 2: named workflows (agent_s.workflow): a replay script with parameters and provenance
+    # 2: named workflows (agent_s.replay.workflow): a replay script with parameters and provenance
     """
     CREATE TABLE workflows (
         name TEXT PRIMARY KEY,

@@ -1,4 +1,4 @@
-"""agent-s's MCP tools that only look (``agent_s.mcp_server``): ``ground`` (where an expression is
+"""agent-s's MCP tools that only look (``agent_s.mcp.server``): ``ground`` (where an expression is
 on the server's screen), ``screenshot``'s observation, and ``list_trajectories`` /
 ``read_trajectory`` over the record folder (``Tools.folder`` keeps reads inside it, and every
 file a trajectory names is read only inside its folder: ``agent_s.guards.files``; what leads out
@@ -14,8 +14,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from agent_s.errors import AgentSError
 from agent_s.guards import files
-from agent_s.mcp_bridge import WHERE_SETTINGS, Tools
-from agent_s.mcp_models import (
+from agent_s.mcp.bridge import WHERE_SETTINGS, Tools
+from agent_s.mcp.models import (
     GroundOutcome,
     RunOutcome,
     ScreenBox,

@@ -6,7 +6,8 @@ values.
     flow.save()              # into the memory store (agent_s.memory), with its provenance
     Workflow.load("save-note").run({"file_1": "~/other.txt"})  # on this session's desktop
 
-A workflow is the run's replay ``Script`` (``agent_s.replay``) with its parameters: the literal
+A workflow is the run's replay ``Script`` (``agent_s.replay.player``) with its parameters: the
+literal
 values of the task text (quoted text, file names and paths, numbers:
 ``agent_s.memory.parameters``) that the recorded actions typed, clicked or opened, and the text
 typed that the task has as it is, quoted or not. Running it with new values puts each value
@@ -45,7 +46,7 @@ from agent_s.memory.store import MemoryStore, StoredWorkflow, check_workflow_nam
 from agent_s.record.result import Postcondition, RunStatus
 from agent_s.record.step import Step
 from agent_s.record.trajectory import load_trajectory
-from agent_s.replay import (
+from agent_s.replay.player import (
     WAIT_SECONDS,
     Divergence,
     Replayer,
@@ -197,7 +198,7 @@ class Workflow(BaseModel):
         """Replay the workflow with ``params`` (new values by parameter name) on ``backend``;
         unless one is given, this session's desktop, as ``Agent`` picks it (``Agent.backend``).
         A value starting with ``~`` is a path in that desktop's HOME. See
-        ``agent_s.replay.replay`` for the rest."""
+        ``agent_s.replay.player.replay`` for the rest."""
         replayer = Replayer(
             backend,
             model=model,

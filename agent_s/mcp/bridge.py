@@ -1,4 +1,4 @@
-"""The bridge between a ``run_task`` call and the run (``agent_s.mcp_server``): the agent runs in a
+"""The bridge between a ``run_task`` call and the run (``agent_s.mcp.server``): the agent runs in a
 thread of its own; its approvals, ``ask_user`` questions and progress become events the call's
 driver relays to the client (elicitation mid-call on handshake-era connections, an
 ``input_required`` result on 2026-07-28 ones, whose retry carries the answer back). ``Tools``
@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from agent_s.errors import AgentSError
 from agent_s.guards import files
-from agent_s.mcp_models import AnswerForm, ApprovalForm, McpSettings, RunOutcome
+from agent_s.mcp.models import AnswerForm, ApprovalForm, McpSettings, RunOutcome
 from agent_s.record.trajectory import RESULT_FILE, RUN_FILE, TRAJECTORY_FILE
 from agent_s.safety.gate import Approval, ApprovalRequest
 

@@ -50,15 +50,15 @@ from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import Field
 
 from agent_s import __version__
-from agent_s.mcp_bridge import AnyContext, Tools
-from agent_s.mcp_models import (
+from agent_s.mcp.bridge import AnyContext, Tools
+from agent_s.mcp.models import (
     GroundOutcome,
     McpSettings,
     RunOutcome,
     TrajectoryList,
     TrajectoryOutcome,
 )
-from agent_s.mcp_tools import ground_expression, list_runs, observe, read_run
+from agent_s.mcp.tools import ground_expression, list_runs, observe, read_run
 
 
 def build_server(settings: McpSettings) -> MCPServer[Any]:

@@ -1,4 +1,4 @@
-"""What agent-s's MCP tools take and return (``agent_s.mcp_server``): the server's settings, the
+"""What agent-s's MCP tools take and return (``agent_s.mcp.server``): the server's settings, the
 structured outputs of ``run_task``, ``ground``, ``list_trajectories`` and ``read_trajectory``, and
 the forms a client answers an approval or the agent's question with."""
 
