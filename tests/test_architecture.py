@@ -233,3 +233,16 @@ def test_a_package_that_took_a_module_s_name_hands_out_its_names_with_a_warning(
     said = [str(w.message) for w in seen if issubclass(w.category, DeprecationWarning)]
     assert any("agent_s.safety.SafetyGate moved to agent_s.safety.gate" in s for s in said), said
     assert not any("trajectory" in s for s in said), said
+
+
+def test_the_loop_reads_in_one_sitting() -> None:
+    """agent.py stays a short loop: features are collaborators at named points, not branches
+    (agent_s.loop.collaborators), and it asks no collaborator what it is."""
+    source = (ROOT / "agent_s" / "loop" / "agent.py").read_text()
+    assert len(source.splitlines()) < 450
+    tree = ast.parse(source)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    asked = [ast.unparse(c) for c in calls if c.func.id in ("getattr", "hasattr")]
+    assert not asked, asked
+    points = [c for c in ast.walk(tree) if isinstance(c, ast.Attribute) and c.attr == "_points"]
+    assert len(points) >= 8  # the named points are where the features come in

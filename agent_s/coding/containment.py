@@ -72,6 +72,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -82,8 +83,10 @@ import psutil
 
 from agent_s.coding import launcher as _launcher
 from agent_s.coding.launcher import end_tree
+from agent_s.settings.config import ConfigError
 
 if TYPE_CHECKING:
+    from agent_s.settings.config import AgentConfig
     from agent_s.settings.read import Settings
 
 _MASKED = ("/tmp", "/run")  # noqa: S108 - hidden from the sandbox under empty tmpfs
@@ -244,6 +247,25 @@ def settle_settings(settings: Settings, say: Callable[[str], None]) -> Settings:
     code = settings.code_agent
     sandbox = settle_sandbox(code.sandbox, say)
     return settings.model_copy(update={"code_agent": replace(code, sandbox=sandbox)})
+
+
+def settle_agent_config(settings: AgentConfig) -> AgentConfig:
+    """``settings`` with ``--code-sandbox auto`` resolved here, for the SDK: bubblewrap where it
+    works, else the reduced containment, said once as a ``ContainmentWarning`` (a command that
+    resolved it already said it in its own words); ``bwrap`` where it cannot work is a
+    ``ConfigError``."""
+    code = settings.code
+    if code.enabled and code.sandbox == "bwrap" and (problem := sandbox_problem()):
+        raise ConfigError(
+            f"--code-sandbox bwrap cannot be used: {problem}", setting="--code-sandbox"
+        )
+    if not code.enabled or code.sandbox != "auto":
+        return settings
+
+    def warn(line: str) -> None:
+        warnings.warn(line, ContainmentWarning, stacklevel=4)
+
+    return replace(settings, code=replace(code, sandbox=settle_sandbox(code.sandbox, warn)))
 
 
 def sandbox_in_force(name: str) -> tuple[bool, str]:

@@ -210,3 +210,12 @@ def _await_name_box(backend: DesktopBackend, op: ops.Sleep) -> None:
             f"{namebox.LIMIT:g} s, so nothing more was typed{where}: Calc may be busy, just "
             "started, or showing a dialog; look at the screen, then try again"
         )
+
+
+def desktop_name(env: Mapping[str, str] | None, default: str = "") -> str:
+    """The desktop environment a desktop's programs are told they run in
+    (``XDG_CURRENT_DESKTOP``, else ``DESKTOP_SESSION``), from its environment; ``default``
+    without one."""
+    if env is None:
+        return default
+    return str(env.get("XDG_CURRENT_DESKTOP") or env.get("DESKTOP_SESSION") or "")

@@ -56,6 +56,7 @@ from agent_s.grounding import Observation
 from agent_s.guards.redaction import Redactor
 from agent_s.models.types import Message, ModelReply
 from agent_s.prompting import Platform
+from agent_s.record.result import RunEnded, RunStatus
 from agent_s.record.step import call_text
 from agent_s.record.trajectory import TrajectoryWriter, draw_plan
 from agent_s.safety.gate import SafetyGate, approval_image, subject_for_action
@@ -427,4 +428,22 @@ def _failed(log: StepLog, message: str) -> Acted:
     return "error", message
 
 
-__all__ = ["CODE_AGENT_MISSING", "Acted", "Actor", "Scene", "StepLog"]
+def answer_question(
+    question: str, ask_user: Callable[[str], str | None] | None, redactor: Redactor
+) -> str:
+    """The user's answer to the model's ``question``, for the model; with nobody to answer (no
+    ``ask_user`` callback, or no answer given) the run ends as ``needs_input``."""
+    question = redactor.text(question.strip())
+    answer = ask_user(question) if ask_user is not None else None
+    if answer is None or not answer.strip():
+        why = "nobody can answer here" if ask_user is None else "no answer was given"
+        raise RunEnded(
+            f"the agent asked a question and {why}: {question}",
+            status=RunStatus.NEEDS_INPUT,
+            cause="needs_input",
+            question=question,
+        )
+    return f"the user answered: {answer.strip()}"
+
+
+__all__ = ["answer_question", "CODE_AGENT_MISSING", "Acted", "Actor", "Scene", "StepLog"]

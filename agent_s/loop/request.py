@@ -36,6 +36,7 @@ from agent_s.images import EncodedImage
 from agent_s.loop.context import build_messages, build_reflection_messages, measure
 from agent_s.models.types import Message, TextPart
 from agent_s.prompting import (
+    OS_NAMES,
     DescriptionStyle,
     OsName,
     Platform,
@@ -47,7 +48,7 @@ from agent_s.prompting import (
     worker_system_prompt,
 )
 from agent_s.record.step import Step
-from agent_s.settings.config import AgentConfig
+from agent_s.settings.config import AgentConfig, ConfigError
 
 CODE_AGENT = ("call_code_agent",)
 
@@ -79,6 +80,11 @@ class Requests:
         *,
         os_name: OsName | None = None,
     ) -> None:
+        if os_name is not None and os_name not in OS_NAMES:
+            raise ConfigError(
+                f"platform must be one of {', '.join(OS_NAMES)}, not {os_name!r}",
+                setting="platform",
+            )
         self.settings = settings
         self.locator = locator
         self.redactor = redactor
@@ -227,4 +233,26 @@ def summary(
     }
 
 
-__all__ = ["CODE_AGENT", "Requests", "description_style", "summary", "with_snapshot"]
+def checked_task(task: str) -> str:
+    """``task`` as the model is given it (stripped); ``ValueError`` naming the fix when it is
+    empty or holds characters that are not text (lone surrogates, from bytes not UTF-8)."""
+    if not task.strip():
+        raise ValueError("the task is empty")
+    try:
+        task.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "the task has characters that are not valid text (lone "
+            "surrogates, from bytes that were not UTF-8): pass it as UTF-8 text"
+        ) from None
+    return task.strip()
+
+
+__all__ = [
+    "checked_task",
+    "CODE_AGENT",
+    "Requests",
+    "description_style",
+    "summary",
+    "with_snapshot",
+]

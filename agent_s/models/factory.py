@@ -68,12 +68,8 @@ def build_provider(
     rather than silently never triggering.
     """
     profile = (profiles or ProfileRegistry()).resolve(settings.model, settings.api)
-    if meter is not None and meter.budget.max_cost_usd is not None and not profile.prices_known:
-        raise ProfileConfigError(
-            f"a cost budget cannot be enforced for model {settings.model!r}: its prices are not "
-            f'known; set input_price and output_price under [profiles."{settings.model}"] in '
-            "the configuration, or use a token budget"
-        )
+    if meter is not None:
+        _refuse_unpriced_budget(settings, profile, meter)
     adapter = build_adapter(settings, profile, http_client=http_client)
     provider: Provider = RetryingProvider(
         adapter, retry, sleep=sleep, on_retry=on_retry, before_retry=before_retry, settings=settings
@@ -83,4 +79,36 @@ def build_provider(
     return provider
 
 
-__all__ = ["build_adapter", "build_provider"]
+def build_metered_provider(
+    settings: ProviderSettings,
+    meter: UsageMeter,
+    *,
+    profiles: ProfileRegistry | None = None,
+    retry: RetryPolicy | None = None,
+    on_retry: OnRetry | None = None,
+    before_retry: BeforeRetry | None = None,
+) -> MeteredProvider:
+    """``build_provider`` with a meter: the provider as its metered outer layer, whose
+    ``redactor`` the caller may set."""
+    profile = (profiles or ProfileRegistry()).resolve(settings.model, settings.api)
+    _refuse_unpriced_budget(settings, profile, meter)
+    inner = build_provider(
+        settings, profiles=profiles, retry=retry, on_retry=on_retry, before_retry=before_retry
+    )
+    return MeteredProvider(inner, meter)
+
+
+def _refuse_unpriced_budget(
+    settings: ProviderSettings, profile: ModelProfile, meter: UsageMeter
+) -> None:
+    """A cost budget for a model whose prices are unknown is refused at construction, rather
+    than silently never triggering."""
+    if meter.budget.max_cost_usd is not None and not profile.prices_known:
+        raise ProfileConfigError(
+            f"a cost budget cannot be enforced for model {settings.model!r}: its prices are not "
+            f'known; set input_price and output_price under [profiles."{settings.model}"] in '
+            "the configuration, or use a token budget"
+        )
+
+
+__all__ = ["build_adapter", "build_metered_provider", "build_provider"]

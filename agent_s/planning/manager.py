@@ -49,6 +49,7 @@ from agent_s.planning.plan import (
     Subtask,
     WindowCheck,
     Worker,
+    is_long,
     parse_plan,
 )
 from agent_s.prompting import Platform, load_template
@@ -491,6 +492,30 @@ def contained_command(argv: Sequence[str], settings: RunnerSettings) -> tuple[bo
     return run.ok, run.stopped + (f": {output}" if output else "")
 
 
+class Trigger:
+    """When a run turns to a plan, by the plan mode (``off`` in a dry run): up front under
+    ``always``, or under ``auto`` for a long task (``is_long``); under ``auto`` also once steps
+    failed ``FAILED_ATTEMPTS_BEFORE_SWITCH`` times in a row. A refusal by the safety gate is
+    not a failed attempt: no plan routes round it."""
+
+    def __init__(self, mode: PlanMode) -> None:
+        self.mode, self.failed = mode, 0
+
+    def at_start(self, task: str) -> str | None:
+        """Why to plan ``task`` before its first step, or None."""
+        if self.mode == "always":
+            return "always"
+        return "a long task" if self.mode == "auto" and is_long(task) else None
+
+    def after(self, step: Step) -> str | None:
+        """Why to plan the rest of the task after ``step`` (not its last), or None."""
+        refused = step.safety is not None and not step.safety.get("allowed", True)
+        self.failed = self.failed + 1 if step.outcome == "error" and not refused else 0
+        if self.mode == "auto" and self.failed >= FAILED_ATTEMPTS_BEFORE_SWITCH:
+            return "a step failed twice"
+        return None
+
+
 __all__ = [
     "EXAMPLE_PLAN",
     "CheckRecord",
@@ -498,5 +523,6 @@ __all__ = [
     "PlanHost",
     "PlanReport",
     "SubtaskRecord",
+    "Trigger",
     "contained_command",
 ]
