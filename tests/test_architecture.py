@@ -131,18 +131,22 @@ def test_no_module_imports_itself_round_a_cycle(installed_layout: Path) -> None:
     assert not found, "import cycles:\n" + "\n".join(found)
 
 
-def test_the_layers_hold(installed_layout: Path) -> None:
-    """import-linter's contracts in pyproject.toml: no stage imports one above it."""
-    env = {**os.environ, "PYTHONPATH": str(installed_layout)}
-    done = subprocess.run(
+def _lint_imports(top: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's ``lint-imports`` with pyproject.toml's contracts, on the layout at top."""
+    return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
-        cwd=installed_layout,
-        env=env,
+        cwd=top,
+        env={**os.environ, "PYTHONPATH": str(top)},
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+def test_the_layers_hold(installed_layout: Path) -> None:
+    """import-linter's contracts in pyproject.toml: no stage imports one above it."""
+    done = _lint_imports(installed_layout)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 kept, 0 broken" in done.stdout, done.stdout
 
@@ -152,15 +156,7 @@ def test_a_stage_that_imports_one_above_it_breaks_the_layers(installed_layout: P
     broken = installed_layout.parent / "broken"
     shutil.copytree(installed_layout, broken)
     (broken / "agent_s" / "settings" / "intruder.py").write_text("import agent_s.loop.agent\n")
-    done = subprocess.run(
-        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
-        cwd=broken,
-        env={**os.environ, "PYTHONPATH": str(broken)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _lint_imports(broken)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "agent_s.settings.intruder -> agent_s.loop.agent" in done.stdout, done.stdout
 

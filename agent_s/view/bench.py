@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_s.desktop.base import DesktopBackend
 from agent_s.guards.files import write_text
 from agent_s.loop.control import RunControl
 from agent_s.view.server import LiveView
@@ -37,12 +38,12 @@ class TaskView:
         self._file = folder / URL_FILE
 
     @classmethod
-    def open(cls, task_id: str, backend: Any, folder: Path) -> TaskView | None:
+    def open(cls, task_id: str, backend: DesktopBackend, folder: Path) -> TaskView | None:
         if os.environ.get(VIEW_TASK_VAR) != task_id:
             return None
         from agent_s.desktop.choose import open_backend
 
-        env = getattr(backend, "env", None)
+        env = backend.env
         screen = open_backend(dict(env) if env is not None else None)  # its own connection
         live = LiveView(RunControl(), screen).start()
         view = cls(live, screen, folder)
