@@ -483,3 +483,26 @@ def test_the_readme_client_configuration_starts_the_server_it_describes(
         first = server.requests[0]
     assert outcome["status"] == "succeeded", outcome
     assert first.model == model
+
+
+def test_list_trajectories_is_newest_first_by_when_each_run_started(tmp_path: Path) -> None:
+    """A report written later into an older run's folder (its folder time moves) does not
+    make it the newest: the order is the runs' start."""
+    from agent_s.record.trajectory import TrajectoryWriter
+
+    folders = {}
+    for name, started in (("older", 1_000_000.0), ("newer", 2_000_000.0)):
+        writer = TrajectoryWriter.create(tmp_path / "runs")
+        writer.write_run({"task": f"the {name} run", "started_at": started})
+        writer.close()
+        folders[name] = writer.folder
+    (folders["older"] / "report.html").write_text("<p>written afterwards</p>")
+    os.utime(folders["newer"], (1, 1))  # and the newer folder's own time is old
+
+    async def main() -> dict[str, Any]:
+        async with _session(_model_args(tmp_path, None), _env(tmp_path, None)) as session:
+            return _ok(await session.call_tool("list_trajectories", {}))
+
+    listed = _run(main)
+    tasks = [entry["task"] for entry in listed["trajectories"]]
+    assert tasks == ["the newer run", "the older run"], listed

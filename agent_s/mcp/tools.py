@@ -27,7 +27,7 @@ from agent_s.mcp.models import (
     TrajectoryOutcome,
 )
 from agent_s.record.step import Step
-from agent_s.record.trajectory import load_trajectory
+from agent_s.record.trajectory import load_trajectory, started_at
 
 
 def observe(environ: Mapping[str, str], with_windows: bool) -> Any:
@@ -116,7 +116,9 @@ def list_runs(tools: Tools, limit: int) -> TrajectoryList:
     with files.collect_skips() as skipped:
         if root.is_dir():
             folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
-            folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+            # newest first by when each run started (a folder's time moves when a report is
+            # written into it later); a folder whose start cannot be read goes last
+            folders.sort(key=lambda p: started_at(p) or 0.0, reverse=True)
             for folder in folders:
                 if len(found) >= limit:
                     break

@@ -219,6 +219,18 @@ def load_trajectory(folder: Path | str) -> Trajectory:
     return Trajectory(folder, run, tuple(steps), result, torn)
 
 
+def started_at(folder: Path) -> float | None:
+    """When the run in ``folder`` started (its ``run.json``), without reading its steps; None
+    when that cannot be read."""
+    path = _own_file(folder, RUN_FILE)
+    try:
+        header = json.loads(files.read_text(path)) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    value = header.get("started_at") if isinstance(header, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def _own_file(folder: Path, name: str) -> Path | None:
     """``folder/name`` as a real path inside ``folder``; None when there is none, or when it
     leads out of the folder (skipped, said on a line)."""
