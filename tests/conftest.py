@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 import pytest
@@ -325,18 +325,25 @@ class AppRunner:
                 proc.wait(2)
 
 
-@pytest.fixture
-def apps(desktop: VirtualDesktop, x11: Any) -> Iterator[AppRunner]:
-    windows_before = {w.id for w in x11.windows()}
-    runner = AppRunner(desktop, x11)
+@contextlib.contextmanager
+def app_runner(desktop: VirtualDesktop, backend: Any) -> Iterator[AppRunner]:
+    """An ``AppRunner`` for a test; afterwards its programs end and their windows go."""
+    windows_before = {w.id for w in backend.windows()}
+    runner = AppRunner(desktop, backend)
     try:
         yield runner
     finally:
         runner.close()
         # Let the window manager drop the closed windows before the next test looks.
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and {w.id for w in x11.windows()} - windows_before:
+        while time.monotonic() < deadline and {w.id for w in backend.windows()} - windows_before:
             time.sleep(0.05)
+
+
+@pytest.fixture
+def apps(desktop: VirtualDesktop, x11: Any) -> Iterator[AppRunner]:
+    with app_runner(desktop, x11) as runner:
+        yield runner
 
 
 _ATSPI_TEXTS = """
@@ -424,28 +431,55 @@ class Probe:
                 )
             time.sleep(0.03)
 
+    def ready(self, events: list[dict[str, Any]]) -> bool:
+        """Whether the probe has reported where its widgets are."""
+        return any(e["type"] == "boxes" for e in events)
+
     @property
     def boxes(self) -> dict[str, list[int]]:
         found = [e for e in self.all_events() if e["type"] == "boxes"]
         assert found, "the probe has not reported its widgets yet"
         return found[-1]
 
+    def origin(self) -> Any:
+        """The screen point the probe's positions count from: the Tk probe gives screen
+        positions (a probe that gives them in its window says where the window is)."""
+        from agent_s.desktop.ops import Point
+
+        return Point(0, 0)
+
     def point(self, widget: str, fx: float = 0.5, fy: float = 0.5) -> Any:
-        """A point inside a widget, at fractions of its width and height."""
+        """A point inside a widget, at fractions of its width and height, on the screen."""
         from agent_s.desktop.ops import Point
 
         x, y, w, h = self.boxes[widget]
-        return Point(x + int(w * fx), y + int(h * fy))
+        origin = self.origin()
+        return Point(origin.x + x + int(w * fx), origin.y + y + int(h * fy))
+
+    def screen(self, event: dict[str, Any]) -> tuple[int, int]:
+        """Where on the screen an event (a press, a release, a motion) happened."""
+        origin = self.origin()
+        return origin.x + event["x"], origin.y + event["y"]
+
+
+_P = TypeVar("_P", bound=Probe)
+
+
+def start_probe(
+    apps: AppRunner, backend: Any, log: Path, kind: type[_P] = Probe, script: Path = PROBE
+) -> _P:
+    """A probe window (``script``, logging to ``log``) started with ``apps``, ready
+    (``kind.ready``) and in front, with its events so far forgotten."""
+    title = f"probe-{time.monotonic_ns()}"
+    launched = apps([sys.executable, str(script), str(log), "--title", title], window=title)
+    assert launched.window is not None
+    result = kind(log, launched.window, backend)
+    result.wait_for(result.ready, timeout=10)
+    backend.activate(title)
+    result.reset()
+    return result
 
 
 @pytest.fixture
 def probe(apps: AppRunner, x11: Any, tmp_path: Path) -> Probe:
-    log = tmp_path / "probe.jsonl"
-    title = f"probe-{time.monotonic_ns()}"
-    launched = apps([sys.executable, str(PROBE), str(log), "--title", title], window=title)
-    assert launched.window is not None
-    result = Probe(log, launched.window, x11)
-    result.wait_for(lambda events: any(e["type"] == "boxes" for e in events), timeout=10)
-    x11.activate(title)
-    result.reset()
-    return result
+    return start_probe(apps, x11, tmp_path / "probe.jsonl")

@@ -242,3 +242,29 @@ def test_the_loop_reads_in_one_sitting() -> None:
     assert not asked, asked
     points = [c for c in ast.walk(tree) if isinstance(c, ast.Attribute) and c.attr == "_points"]
     assert len(points) >= 8  # the named points are where the features come in
+
+
+def test_a_desktop_backend_writes_only_its_primitives() -> None:
+    """The X11 and Wayland backends share their actions (``common.BackendBase``); a new one
+    implements exactly the primitives ``agent_s.desktop``'s docstring lists, no more: a
+    class that leaves one out cannot be made, and says which."""
+    import agent_s.desktop as desktop
+    from agent_s.desktop.common import BackendBase
+    from agent_s.desktop.wayland import WaylandBackend
+    from agent_s.desktop.x11 import X11Backend
+
+    assert desktop.__doc__ is not None
+    listed = desktop.__doc__.split("implements only these primitives:", 1)[1]
+    listed = listed.split("It may override", 1)[0]
+    assert set(re.findall(r"``(\w+)\(", listed)) == set(BackendBase.__abstractmethods__)
+    actions = ("move", "click", "drag", "scroll", "hotkey", "hold_and_press", "type_text")
+    actions += ("capture", "clipboard_get", "clipboard_set", "activate", "open", "sleep")
+    for backend in (X11Backend, WaylandBackend):
+        assert issubclass(backend, BackendBase)
+        assert not [name for name in actions if name in vars(backend)], backend
+
+    class Half(BackendBase):
+        def close(self) -> None: ...
+
+    with pytest.raises(TypeError, match="_pointer_to"):
+        Half(env={})  # type: ignore[abstract]

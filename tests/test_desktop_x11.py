@@ -15,23 +15,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import backend_checks
 import pytest
 import Xlib.display
+from backend_checks import mousepad
 from conftest import PROBE, Probe, atspi_texts
 from polling import wait_until as _wait
 
 from agent_s.desktop import _xproto, apps
-from agent_s.desktop import x11 as x11_module
-from agent_s.desktop.base import DesktopBackend, Screenshot, WindowInfo
+from agent_s.desktop.base import DesktopBackend, WindowInfo
 from agent_s.desktop.ops import Point
 from agent_s.desktop.virtual import VirtualDesktop
 from agent_s.errors import AppNotFoundError, WindowNotFoundError
-
-# Typed literally everywhere: markup, unicode (Latin, symbols, CJK), shell metacharacters,
-# both quotes, a backslash and a second line.
-TRICKY = (
-    "a<b>c é ✓ 日本 $HOME; rm -rf x | & && \"dq\" 'sq' `bt` \\n (p) {b} [s] * ? ~ # %\nline 2 ~ end"
-)
 
 
 def _xconnect(desktop: VirtualDesktop) -> Xlib.display.Display:
@@ -191,20 +186,8 @@ def test_backend_satisfies_the_protocol(x11: Any) -> None:
     assert isinstance(x11, DesktopBackend)
 
 
-def test_geometry_and_capture_of_the_whole_screen(x11: Any, probe: Any) -> None:
-    geometry = x11.geometry()
-    assert len(geometry.monitors) == 1
-    assert geometry.bounds == (0, 0, 1280, 800)
-    assert geometry.monitors[0].scale == 1.0
-    shot = x11.capture()
-    assert isinstance(shot, Screenshot)
-    assert shot.image.mode == "RGB"
-    assert shot.image.size == (1280, 800)
-    assert shot.origin == Point(0, 0)
-    assert shot.scale == 1.0
-    # The probe's canvas is white; a point in it (away from its label) is white on screen.
-    spot = probe.point("canvas", 0.1, 0.1)
-    assert shot.image.getpixel((spot.x, spot.y)) == (255, 255, 255)
+def test_geometry_and_capture_of_the_whole_screen(x11: Any, probe: Probe) -> None:
+    backend_checks.whole_screen(x11, probe)
 
 
 def test_randr_monitors_and_per_monitor_capture(x11: Any, desktop: VirtualDesktop) -> None:
@@ -236,39 +219,12 @@ def test_randr_monitors_and_per_monitor_capture(x11: Any, desktop: VirtualDeskto
 
 
 @pytest.mark.parametrize(("button", "number"), [("left", 1), ("middle", 2), ("right", 3)])
-def test_click_buttons_and_counts(x11: Any, probe: Any, button: str, number: int) -> None:
-    for clicks in (1, 2, 3):
-        at = probe.point("canvas", 0.2 * clicks, 0.3)
-        probe.reset()
-        x11.click(at, button=button, clicks=clicks)
-        events = probe.wait_for(
-            lambda ev, n=clicks: len([e for e in ev if e["type"] == "release"]) >= n
-        )
-        presses = [e for e in events if e["type"] == "press"]
-        assert [p["count"] for p in presses] == list(range(1, clicks + 1))
-        assert {(p["button"], p["x"], p["y"]) for p in presses} == {(number, at.x, at.y)}
-        assert all(p["mods"] == [] for p in presses)
+def test_click_buttons_and_counts(x11: Any, probe: Probe, button: str, number: int) -> None:
+    backend_checks.click_buttons_and_counts(x11, probe, button, number)
 
 
-def test_click_with_held_modifiers(x11: Any, probe: Any) -> None:
-    at = probe.point("canvas", 0.5, 0.7)
-    x11.click(at, hold_keys=["ctrl"])
-    x11.click(probe.point("canvas", 0.2, 0.7), button="right", hold_keys=["shift", "ctrl"])
-    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "release"]) >= 2)
-    presses = [e for e in events if e["type"] == "press"]
-    assert [(p["button"], sorted(p["mods"])) for p in presses] == [
-        (1, ["ctrl"]),
-        (3, ["ctrl", "shift"]),
-    ]
-    # The modifiers were let go afterwards: a later plain click carries none.
-    probe.reset()
-    x11.click(at)
-    (press,) = [
-        e
-        for e in probe.wait_for(lambda ev: any(e["type"] == "press" for e in ev))
-        if e["type"] == "press"
-    ]
-    assert press["mods"] == []
+def test_click_with_held_modifiers(x11: Any, probe: Probe) -> None:
+    backend_checks.click_with_held_modifiers(x11, probe)
 
 
 def test_move_puts_the_pointer_there(x11: Any, desktop: VirtualDesktop) -> None:
@@ -283,29 +239,12 @@ def test_move_puts_the_pointer_there(x11: Any, desktop: VirtualDesktop) -> None:
         display.close()
 
 
-def test_points_off_the_screen_are_refused_not_clamped(x11: Any) -> None:
-    x11.move(Point(640, 400))
-    for bad in (Point(1280, 10), Point(10, 800), Point(-1, 5)):
-        with pytest.raises(ValueError, match="off the screen"):
-            x11.click(bad)
-        with pytest.raises(ValueError, match="off the screen"):
-            x11.drag(Point(640, 400), bad)
-    assert x11.pointer() == Point(640, 400)  # nothing moved
+def test_points_off_the_screen_are_refused_not_clamped(x11: Any, probe: Probe) -> None:
+    backend_checks.points_off_the_screen_are_refused(x11, probe)
 
 
-def test_drag_presses_at_start_moves_and_releases_at_end(x11: Any, probe: Any) -> None:
-    start, end = probe.point("canvas", 0.1, 0.2), probe.point("canvas", 0.8, 0.9)
-    x11.drag(start, end)
-    events = probe.wait_for(lambda ev: any(e["type"] == "release" for e in ev))
-    kinds = [e["type"] for e in events]
-    press, release = events[kinds.index("press")], events[kinds.index("release")]
-    assert (press["button"], press["x"], press["y"]) == (1, start.x, start.y)
-    assert (release["button"], release["x"], release["y"]) == (1, end.x, end.y)
-    motion = [e for e in events if e["type"] == "drag"]
-    assert len(motion) >= 3, "apps need to see the pointer move while the button is down"
-    xs = [m["x"] for m in motion]
-    assert xs == sorted(xs)
-    assert motion[-1]["x"] == end.x
+def test_drag_presses_at_start_moves_and_releases_at_end(x11: Any, probe: Probe) -> None:
+    backend_checks.drag_presses_moves_and_releases(x11, probe)
 
 
 def test_drag_selects_text_in_mousepad(
@@ -314,8 +253,7 @@ def test_drag_selects_text_in_mousepad(
     content = "hello brave new world"
     path = tmp_path / "drag.txt"
     path.write_text(content)
-    window = _mousepad(apps, path).window
-    x11.activate(window.title)
+    x11.activate(mousepad(apps, path).title)
     # Where each character is on screen, from the accessibility tree.
     texts = _wait(
         lambda: [t for t in atspi_texts(desktop, "mousepad") if t["text"] == content],
@@ -384,25 +322,13 @@ def test_keys_and_buttons_are_released_when_an_action_fails(
 # -- keyboard ---------------------------------------------------------------------------------
 
 
-def test_hold_and_press_and_hotkey_reach_the_focused_widget(x11: Any, probe: Any) -> None:
-    x11.click(probe.point("entry"))
-    x11.type_text("ab")
-    x11.hold_and_press(["shift"], ["x", "y"])
-    x11.hotkey(["ctrl", "a"])  # Tk entry: ctrl+a moves to the line start
-    x11.type_text("<")
-    events = probe.wait_for(lambda ev: any(e.get("text") == "<abXY" for e in ev))
-    keys = [(e["keysym"], e["mods"]) for e in events if e["type"] == "key"]
-    assert ("X", ["shift"]) in keys
-    assert ("Y", ["shift"]) in keys
-    assert ("a", ["ctrl"]) in keys
+def test_hold_and_press_and_hotkey_reach_the_focused_widget(x11: Any, probe: Probe) -> None:
+    # Tk entry: ctrl+a moves to the line start
+    backend_checks.hold_and_press_and_hotkey(x11, probe, "<abXY")
 
 
-def test_type_text_in_chunks(x11: Any, probe: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(x11_module, "TYPE_CHUNK", 4)
-    x11.click(probe.point("entry"))
-    text = "chunked: é✓日本 <tag> 'q' \"dq\" $x"
-    x11.type_text(text)
-    probe.wait_for(lambda ev: any(e.get("text") == text for e in ev))
+def test_type_text_in_chunks(x11: Any, probe: Probe, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend_checks.type_text_in_chunks(x11, probe, monkeypatch)
 
 
 def test_type_text_with_more_distinct_characters_than_spare_keycodes(
@@ -423,70 +349,35 @@ def test_type_text_with_more_distinct_characters_than_spare_keycodes(
     probe.wait_for(lambda ev: any(e.get("text") == text for e in ev), timeout=20)
 
 
-def _mousepad(apps: Any, path: Path) -> Any:
-    return apps(["mousepad", str(path)], window=path.name)
-
-
 def test_type_text_into_mousepad_saves_exactly_that_text(
     x11: Any, apps: Any, tmp_path: Path
 ) -> None:
     path = tmp_path / "typed.txt"
     path.write_text("")
-    window = _mousepad(apps, path).window
-    x11.activate(window.title)
-    x11.type_text(TRICKY)
-    x11.hotkey(["ctrl", "s"])
-    _wait(lambda: path.read_text(encoding="utf-8") == TRICKY, what=f"{path} to hold the text")
+    backend_checks.type_into_mousepad(x11, apps, path)
 
 
 def test_type_text_into_xterm_gives_the_same_bytes(x11: Any, apps: Any, tmp_path: Path) -> None:
+    xterm = ["xterm", "-u8", "-T"]
     out = tmp_path / "from_xterm.txt"
-    title = f"typing-{time.monotonic_ns()}"
-    apps(
-        ["xterm", "-u8", "-T", title, "-e", "sh", "-c", 'cat > "$0"', str(out)],
-        window=title,
-        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
-    )
-    x11.activate(title)
-    x11.type_text(TRICKY)
-    x11.hotkey(["ctrl", "d"])  # ends the unfinished last line
-    x11.hotkey(["ctrl", "d"])  # end of input: cat exits
-    _wait(lambda: out.exists() and out.read_bytes() == TRICKY.encode(), what="xterm's file")
+    backend_checks.type_into_terminal(x11, apps, lambda title: [*xterm, title, "-e"], out)
 
 
 def test_hotkeys_select_copy_and_save_in_mousepad(x11: Any, apps: Any, tmp_path: Path) -> None:
     path = tmp_path / "keys.txt"
     path.write_text("first line\nsecond line")
-    window = _mousepad(apps, path).window
-    x11.activate(window.title)
-    x11.hotkey(["ctrl", "a"])
-    x11.hotkey(["ctrl", "c"])
-    _wait(lambda: x11.clipboard_get() == "first line\nsecond line", what="the clipboard")
-    x11.hotkey(["ctrl", "end"])
-    x11.hold_and_press(["shift"], ["left"] * 4)
-    x11.hotkey(["ctrl", "c"])
-    _wait(lambda: x11.clipboard_get() == "line", what="the selected word")
-    x11.type_text("LINE!")
-    x11.hotkey(["ctrl", "s"])
-    _wait(lambda: path.read_text() == "first line\nsecond LINE!", what="the saved file")
+    backend_checks.hotkeys_in_mousepad(x11, apps, path)
 
 
 # -- clipboard --------------------------------------------------------------------------------
 
 
 def test_clipboard_round_trip_with_unicode(x11: Any, apps: Any) -> None:
-    for text in ("plain", TRICKY, "tabs\tand\nnewlines\n", "日本語 ✓ é"):
-        x11.clipboard_set(text)
-        assert x11.clipboard_get() == text
-    x11.clipboard_set("")
-    assert x11.clipboard_get() == ""
+    backend_checks.clipboard_round_trip(x11)
 
 
-def test_clipboard_feeds_a_real_paste(x11: Any, probe: Any) -> None:
-    x11.clipboard_set("pasted ✓ <ok>")
-    x11.click(probe.point("entry"))
-    x11.hotkey(["ctrl", "v"])
-    probe.wait_for(lambda ev: any(e.get("text") == "pasted ✓ <ok>" for e in ev))
+def test_clipboard_feeds_a_real_paste(x11: Any, probe: Probe) -> None:
+    backend_checks.clipboard_feeds_a_paste(x11, probe)
 
 
 # -- windows ----------------------------------------------------------------------------------

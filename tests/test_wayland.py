@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import backend_checks
 import psutil
 import pytest
-from conftest import AppRunner
+from conftest import AppRunner, Probe, app_runner, start_probe
 from polling import wait_until as _wait
 
-from agent_s.desktop import wayland as wayland_module
-from agent_s.desktop.base import DesktopBackend, Screenshot, WindowInfo
+from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.choose import choose_backend, desktop_backend, open_backend
 from agent_s.desktop.ops import Point
 from agent_s.desktop.virtual import VirtualDesktop, marked_processes
@@ -46,12 +46,6 @@ NO_SWAY = (
     "or run scripts/setup.sh)"
 )
 on_sway = [pytest.mark.desktop, pytest.mark.skipif(bool(_MISSING), reason=NO_SWAY)]
-
-# Typed literally everywhere: markup, unicode (Latin, symbols, CJK), shell metacharacters,
-# both quotes, a backslash and a second line (as in test_desktop_x11.py).
-TRICKY = (
-    "a<b>c é ✓ 日本 $HOME; rm -rf x | & && \"dq\" 'sq' `bt` \\n (p) {b} [s] * ? ~ # %\nline 2 ~ end"
-)
 
 
 # -- which backend, and why: no desktop needed ---------------------------------------------------
@@ -119,6 +113,12 @@ def _own(desk: VirtualDesktop, path: Path) -> Path:
     return path
 
 
+def _written(desk: VirtualDesktop, path: Path, text: str) -> Path:
+    """``path`` holding ``text``, which the desktop's programs may write."""
+    path.write_text(text)
+    return _own(desk, path)
+
+
 @pytest.fixture(scope="module")
 def wl_desktop() -> Iterator[VirtualDesktop]:
     if _MISSING:
@@ -152,60 +152,23 @@ def work(wl_desktop: VirtualDesktop) -> Iterator[Path]:
 
 @pytest.fixture
 def wl_apps(wl_desktop: VirtualDesktop, wl: WaylandBackend) -> Iterator[AppRunner]:
-    before = {w.id for w in wl.windows()}
-    runner = AppRunner(wl_desktop, wl)
-    try:
+    with app_runner(wl_desktop, wl) as runner:
         yield runner
-    finally:
-        runner.close()
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and {w.id for w in wl.windows()} - before:
-            time.sleep(0.05)
 
 
-class GtkProbe:
-    """The GTK probe window and its events; positions converted to screen points."""
-
-    def __init__(self, log: Path, window: WindowInfo, backend: WaylandBackend) -> None:
-        self.log, self.window, self.backend = log, window, backend
-        self.mark = 0
-
-    def all_events(self) -> list[dict[str, Any]]:
-        lines = self.log.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-
-    def events(self) -> list[dict[str, Any]]:
-        return self.all_events()[self.mark :]
-
-    def reset(self) -> None:
-        self.mark = len(self.all_events())
-
-    def wait_for(
-        self, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 5.0
-    ) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while True:
-            events = self.events()
-            if predicate(events):
-                return events
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the probe did not see the expected events; got {events}")
-            time.sleep(0.03)
+class GtkProbe(Probe):
+    """The GTK probe window: positions in its window, which sway places (and may re-tile)."""
 
     def origin(self) -> Point:
-        """Where sway shows the window's content now (it may have been re-tiled)."""
+        """Where sway shows the window's content now."""
         window = next(w for w in self.backend.windows() if w.id == self.window.id)
         return Point(window.x, window.y)
 
-    def point(self, widget: str, fx: float = 0.5, fy: float = 0.5) -> Point:
-        boxes = [e for e in self.all_events() if e["type"] == "boxes"][-1]
-        x, y, w, h = boxes[widget]
-        origin = self.origin()
-        return Point(origin.x + x + int(w * fx), origin.y + y + int(h * fy))
-
-    def screen(self, event: dict[str, Any]) -> tuple[int, int]:
-        origin = self.origin()
-        return origin.x + event["x"], origin.y + event["y"]
+    def ready(self, events: list[dict[str, Any]]) -> bool:
+        """Its widgets reported for the window's tiled size."""
+        boxes = [e for e in events if e["type"] == "boxes"]
+        size = (self.window.width, self.window.height)
+        return bool(boxes) and tuple(boxes[-1]["window"][2:]) == size
 
 
 @pytest.fixture
@@ -213,20 +176,7 @@ def probe(wl_apps: AppRunner, wl: WaylandBackend, wl_desktop: VirtualDesktop) ->
     log = wl_desktop.home / f"probe-{time.monotonic_ns()}.jsonl"
     log.touch()
     _own(wl_desktop, log)
-    title = f"probe-{time.monotonic_ns()}"
-    launched = wl_apps([sys.executable, str(PROBE), str(log), "--title", title], window=title)
-    assert launched.window is not None
-    result = GtkProbe(log, launched.window, wl)
-    size = (launched.window.width, launched.window.height)
-
-    def settled(events: list[dict[str, Any]]) -> bool:  # boxes for the window's tiled size
-        boxes = [e for e in events if e["type"] == "boxes"]
-        return bool(boxes) and tuple(boxes[-1]["window"][2:]) == size
-
-    result.wait_for(settled, timeout=10)
-    wl.activate(title)
-    result.reset()
-    return result
+    return start_probe(wl_apps, wl, log, GtkProbe, PROBE)
 
 
 # -- screen -----------------------------------------------------------------------------------
@@ -248,22 +198,11 @@ def test_backend_satisfies_the_protocol(wl: WaylandBackend) -> None:
 
 @_marks
 def test_geometry_and_capture_of_the_whole_screen(wl: WaylandBackend, probe: GtkProbe) -> None:
-    geometry = wl.geometry()
-    assert len(geometry.monitors) == 1
-    assert geometry.bounds == (0, 0, 1280, 800)
-    assert geometry.monitors[0].scale == 1.0
-    shot = wl.capture()
-    assert isinstance(shot, Screenshot)
-    assert shot.image.mode == "RGB"
-    assert shot.image.size == (1280, 800)
-    assert shot.origin == Point(0, 0)
-    assert shot.scale == 1.0
-    spot = probe.point("canvas", 0.1, 0.1)  # the probe's canvas is white
-    assert shot.image.getpixel((spot.x, spot.y)) == (255, 255, 255)
+    shot = backend_checks.whole_screen(wl, probe)
     part = wl.capture(0)  # the one output: the same pixels (the entry's caret may blink)
     assert part.origin == Point(0, 0)
     assert part.image.size == shot.image.size
-    x, y, w, h = [e for e in probe.all_events() if e["type"] == "boxes"][-1]["canvas"]
+    x, y, w, h = probe.boxes["canvas"]
     origin = probe.origin()
     canvas = (origin.x + x, origin.y + y, origin.x + x + w, origin.y + y + h)
     assert part.image.crop(canvas).tobytes() == shot.image.crop(canvas).tobytes()
@@ -279,73 +218,24 @@ def test_geometry_and_capture_of_the_whole_screen(wl: WaylandBackend, probe: Gtk
 def test_click_buttons_and_counts(
     wl: WaylandBackend, probe: GtkProbe, button: str, number: int
 ) -> None:
-    for clicks in (1, 2, 3):
-        at = probe.point("canvas", 0.2 * clicks, 0.3)
-        probe.reset()
-        wl.click(at, button=button, clicks=clicks)  # type: ignore[arg-type]
-        events = probe.wait_for(
-            lambda ev, n=clicks: len([e for e in ev if e["type"] == "release"]) >= n
-        )
-        presses = [e for e in events if e["type"] == "press"]
-        assert [p["count"] for p in presses] == list(range(1, clicks + 1))
-        assert {(p["button"], *probe.screen(p)) for p in presses} == {(number, at.x, at.y)}
-        assert all(p["mods"] == [] for p in presses)
-        assert wl.pointer() == at
+    backend_checks.click_buttons_and_counts(wl, probe, button, number)
 
 
 @_marks
 def test_click_with_held_modifiers(wl: WaylandBackend, probe: GtkProbe) -> None:
-    at = probe.point("canvas", 0.5, 0.7)
-    wl.click(at, hold_keys=["ctrl"])
-    wl.click(probe.point("canvas", 0.2, 0.7), button="right", hold_keys=["shift", "ctrl"])
-    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "release"]) >= 2)
-    presses = [e for e in events if e["type"] == "press"]
-    assert [(p["button"], sorted(p["mods"])) for p in presses] == [
-        (1, ["ctrl"]),
-        (3, ["ctrl", "shift"]),
-    ]
-    probe.reset()  # the modifiers were let go: a later plain click carries none
-    wl.click(at)
-    (press,) = [
-        e
-        for e in probe.wait_for(lambda ev: any(e["type"] == "press" for e in ev))
-        if e["type"] == "press"
-    ]
-    assert press["mods"] == []
-    with pytest.raises(ValueError, match="unknown key"):  # refused before anything is pressed
-        wl.click(at, hold_keys=["é"])
+    backend_checks.click_with_held_modifiers(wl, probe)
 
 
 @_marks
 def test_points_off_the_screen_are_refused_not_clamped(wl: WaylandBackend, probe: GtkProbe) -> None:
-    wl.move(Point(640, 400))
-    probe.reset()
-    for bad in (Point(1280, 10), Point(10, 800), Point(-1, 5)):
-        with pytest.raises(ValueError, match="off the screen"):
-            wl.click(bad)
-        with pytest.raises(ValueError, match="off the screen"):
-            wl.drag(Point(640, 400), bad)
-    assert wl.pointer() == Point(640, 400)
-    time.sleep(0.2)
-    assert not [e for e in probe.events() if e["type"] in ("press", "release")]
+    backend_checks.points_off_the_screen_are_refused(wl, probe)
 
 
 @_marks
 def test_drag_presses_at_start_moves_and_releases_at_end(
     wl: WaylandBackend, probe: GtkProbe
 ) -> None:
-    start, end = probe.point("canvas", 0.1, 0.2), probe.point("canvas", 0.8, 0.9)
-    wl.drag(start, end)
-    events = probe.wait_for(lambda ev: any(e["type"] == "release" for e in ev))
-    kinds = [e["type"] for e in events]
-    press, release = events[kinds.index("press")], events[kinds.index("release")]
-    assert (press["button"], *probe.screen(press)) == (1, start.x, start.y)
-    assert (release["button"], *probe.screen(release)) == (1, end.x, end.y)
-    motion = [e for e in events if e["type"] == "drag"]
-    assert len(motion) >= 3, "apps need to see the pointer move while the button is down"
-    xs = [m["x"] for m in motion]
-    assert xs == sorted(xs)
-    assert probe.screen(motion[-1]) == (end.x, end.y)
+    backend_checks.drag_presses_moves_and_releases(wl, probe)
 
 
 @_marks
@@ -376,54 +266,28 @@ def test_scroll_vertical_and_horizontal(wl: WaylandBackend, probe: GtkProbe) -> 
 def test_hold_and_press_and_hotkey_reach_the_focused_widget(
     wl: WaylandBackend, probe: GtkProbe
 ) -> None:
-    wl.click(probe.point("entry"))
-    wl.type_text("ab")
-    wl.hold_and_press(["shift"], ["x", "y"])
-    probe.wait_for(lambda ev: any(e.get("text") == "abXY" for e in ev))
-    wl.hotkey(["ctrl", "a"])  # GTK entry: ctrl+a selects everything, so "<" replaces it
-    wl.type_text("<")
-    events = probe.wait_for(lambda ev: any(e.get("text") == "<" for e in ev))
-    keys = [(e["keysym"], e["mods"]) for e in events if e["type"] == "key"]
-    assert ("X", ["shift"]) in keys
-    assert ("Y", ["shift"]) in keys
-    assert ("a", ["ctrl"]) in keys
+    # GTK entry: ctrl+a selects everything, so "<" replaces it
+    backend_checks.hold_and_press_and_hotkey(wl, probe, "<")
 
 
 @_marks
 def test_type_text_in_chunks(
     wl: WaylandBackend, probe: GtkProbe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wayland_module, "TYPE_CHUNK", 4)
-    wl.click(probe.point("entry"))
-    text = "chunked: é✓日本 <tag> 'q' \"dq\" $x"
-    wl.type_text(text)
-    probe.wait_for(lambda ev: any(e.get("text") == text for e in ev))
+    backend_checks.type_text_in_chunks(wl, probe, monkeypatch)
 
 
 @_marks
 def test_type_text_refuses_control_characters(wl: WaylandBackend) -> None:
-    with pytest.raises(ValueError, match="control characters"):
-        wl.type_text("a\x1bb")
-
-
-def _mousepad(wl_apps: AppRunner, path: Path) -> WindowInfo:
-    launched = wl_apps(["mousepad", str(path)], window=path.name)
-    assert launched.window is not None
-    return launched.window
+    backend_checks.refuses_control_characters(wl)
 
 
 @_marks
 def test_type_text_into_mousepad_saves_exactly_that_text(
     wl: WaylandBackend, wl_apps: AppRunner, work: Path, wl_desktop: VirtualDesktop
 ) -> None:
-    path = work / "typed.txt"
-    path.write_text("")
-    _own(wl_desktop, path)
-    window = _mousepad(wl_apps, path)
-    wl.activate(window.title)
-    wl.type_text(TRICKY)
-    wl.hotkey(["ctrl", "s"])
-    _wait(lambda: path.read_text(encoding="utf-8") == TRICKY, what=f"{path} to hold the text")
+    path = _written(wl_desktop, work / "typed.txt", "")
+    backend_checks.type_into_mousepad(wl, wl_apps, path)
 
 
 @_marks
@@ -431,38 +295,15 @@ def test_type_text_into_foot_gives_the_same_bytes(
     wl: WaylandBackend, wl_apps: AppRunner, work: Path
 ) -> None:
     out = work / "from_foot.txt"
-    title = f"typing-{time.monotonic_ns()}"
-    wl_apps(
-        ["foot", "--title", title, "sh", "-c", 'cat > "$0"', str(out)],
-        window=title,
-        env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
-    )
-    wl.activate(title)
-    wl.type_text(TRICKY)
-    wl.hotkey(["ctrl", "d"])  # ends the unfinished last line
-    wl.hotkey(["ctrl", "d"])  # end of input: cat exits
-    _wait(lambda: out.exists() and out.read_bytes() == TRICKY.encode(), what="foot's file")
+    backend_checks.type_into_terminal(wl, wl_apps, lambda title: ["foot", "--title", title], out)
 
 
 @_marks
 def test_hotkeys_select_copy_and_save_in_mousepad(
     wl: WaylandBackend, wl_apps: AppRunner, work: Path, wl_desktop: VirtualDesktop
 ) -> None:
-    path = work / "keys.txt"
-    path.write_text("first line\nsecond line")
-    _own(wl_desktop, path)
-    window = _mousepad(wl_apps, path)
-    wl.activate(window.title)
-    wl.hotkey(["ctrl", "a"])
-    wl.hotkey(["ctrl", "c"])
-    _wait(lambda: wl.clipboard_get() == "first line\nsecond line", what="the clipboard")
-    wl.hotkey(["ctrl", "end"])
-    wl.hold_and_press(["shift"], ["left"] * 4)
-    wl.hotkey(["ctrl", "c"])
-    _wait(lambda: wl.clipboard_get() == "line", what="the selected word")
-    wl.type_text("LINE!")
-    wl.hotkey(["ctrl", "s"])
-    _wait(lambda: path.read_text() == "first line\nsecond LINE!", what="the saved file")
+    path = _written(wl_desktop, work / "keys.txt", "first line\nsecond line")
+    backend_checks.hotkeys_in_mousepad(wl, wl_apps, path)
 
 
 # -- clipboard --------------------------------------------------------------------------------
@@ -470,19 +311,12 @@ def test_hotkeys_select_copy_and_save_in_mousepad(
 
 @_marks
 def test_clipboard_round_trip_with_unicode(wl: WaylandBackend) -> None:
-    for text in ("plain", TRICKY, "tabs\tand\nnewlines\n", "日本語 ✓ é"):
-        wl.clipboard_set(text)
-        assert wl.clipboard_get() == text
-    wl.clipboard_set("")
-    assert wl.clipboard_get() == ""
+    backend_checks.clipboard_round_trip(wl)
 
 
 @_marks
 def test_clipboard_feeds_a_real_paste(wl: WaylandBackend, probe: GtkProbe) -> None:
-    wl.clipboard_set("pasted ✓ <ok>")
-    wl.click(probe.point("entry"))
-    wl.hotkey(["ctrl", "v"])
-    probe.wait_for(lambda ev: any(e.get("text") == "pasted ✓ <ok>" for e in ev))
+    backend_checks.clipboard_feeds_a_paste(wl, probe)
 
 
 # -- windows and programs ---------------------------------------------------------------------
@@ -556,8 +390,7 @@ def test_open_file_uses_its_default_application(
     wl: WaylandBackend, wl_apps: AppRunner, work: Path, wl_desktop: VirtualDesktop
 ) -> None:
     path = work / f"notes-{time.monotonic_ns()}.txt"
-    path.write_text("opened by its default application\n")
-    _own(wl_desktop, path)
+    _written(wl_desktop, path, "opened by its default application\n")
     assert wl.open(str(path)) is None
     window = wl.wait_for_window(path.name, timeout=20)
     assert window.app == "mousepad"  # its Wayland app id
@@ -699,7 +532,7 @@ env = dict(arg.split("=", 1) for arg in sys.argv[3:])
 backend = WaylandBackend(env)
 x, y = int(sys.argv[1]), int(sys.argv[2])
 backend.move(Point(x, y))
-with backend._holding(["Control_L", "Shift_L"]), backend._button_down(0x110):
+with backend._holding(["Control_L", "Shift_L"]), backend._button_down("left"):
     backend._wl.roundtrip()
     print("down", flush=True)
     time.sleep(60)

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, get_args, runtime_checkable
 
 from PIL import Image
 
@@ -144,6 +144,21 @@ class DesktopBackend(Protocol):
     def sleep(self, seconds: float, settle: bool = False) -> None:
         """Wait ``seconds``; with ``settle``, then until the front window's program is idle."""
         ...
+
+
+def check_pointer(
+    geometry: ScreenGeometry, *points: Point, button: str = "left", clicks: int = 1
+) -> None:
+    """What every backend checks before a pointer action, raising ``ValueError``: each point
+    is on a monitor (an action off the screen is refused, never clamped to an edge, where it
+    would act somewhere else), the button is one ``Button`` names, and 1 to 3 clicks."""
+    for at in points:
+        if not geometry.contains(at):
+            raise ValueError(f"point ({at.x}, {at.y}) is off the screen {geometry.bounds}")
+    if button not in get_args(Button):
+        raise ValueError(f"button must be 'left', 'middle' or 'right', got {button!r}")
+    if not 1 <= clicks <= 3:
+        raise ValueError(f"clicks must be 1, 2 or 3, got {clicks}")
 
 
 def perform(

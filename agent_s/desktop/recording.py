@@ -2,8 +2,9 @@
 
 It is strict in both directions, like a scripted model: asking for more screenshots than were
 given fails, and ``assert_all_screenshots_used()`` fails when some were never asked for. It
-checks its arguments the way ``X11Backend`` does (key names, buttons, click counts, points off
-the screen), so a test that passes here does not pass only because the fake is lenient.
+checks its arguments the way the real backends do (key names; buttons, click counts and points
+off the screen with the same ``base.check_pointer``), so a test that passes here does not pass
+only because the fake is lenient.
 
     backend = RecordingBackend(screenshots=[image1, image2])
     perform(backend, action.plan(points))
@@ -15,17 +16,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import get_args
 
 from PIL import Image
 
 from agent_s.desktop import apps, ops
-from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
+from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo, check_pointer
 from agent_s.desktop.ops import Button, Point
 from agent_s.errors import AppNotFoundError, WindowNotFoundError
 from agent_s.keys import normalize_key
-
-_BUTTONS = get_args(Button)
 
 
 @dataclass(frozen=True)
@@ -130,12 +128,8 @@ class RecordingBackend:
 
     # -- mouse ------------------------------------------------------------------------------------
 
-    def _on_screen(self, at: Point) -> None:
-        if not self._geometry.contains(at):
-            raise ValueError(f"point ({at.x}, {at.y}) is off the screen {self._geometry.bounds}")
-
     def move(self, at: Point) -> None:
-        self._on_screen(at)
+        check_pointer(self._geometry, at)
         self.calls.append(ops.MoveTo(at))
         self.position = at
 
@@ -146,10 +140,7 @@ class RecordingBackend:
     def click(
         self, at: Point, button: Button = "left", clicks: int = 1, hold_keys: Sequence[str] = ()
     ) -> None:
-        self._on_screen(at)
-        _check_button(button)
-        if not 1 <= clicks <= 3:
-            raise ValueError(f"clicks must be 1, 2 or 3, got {clicks}")
+        check_pointer(self._geometry, at, button=button, clicks=clicks)
         held = _check_keys(hold_keys)
         self.calls.append(ops.Click(at, button, clicks, held))
         self.position = at
@@ -157,15 +148,13 @@ class RecordingBackend:
     def drag(
         self, start: Point, end: Point, button: Button = "left", hold_keys: Sequence[str] = ()
     ) -> None:
-        self._on_screen(start)
-        self._on_screen(end)
-        _check_button(button)
+        check_pointer(self._geometry, start, end, button=button)
         held = _check_keys(hold_keys)
         self.calls.append(ops.Drag(start, end, button, held))
         self.position = end
 
     def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None:
-        self._on_screen(at)
+        check_pointer(self._geometry, at)
         self.calls.append(ops.Scroll(at, clicks, horizontal))
         self.position = at
 
@@ -241,11 +230,6 @@ class RecordingBackend:
 def _center(geometry: ScreenGeometry) -> Point:
     m = geometry.primary
     return Point(m.x + m.width // 2, m.y + m.height // 2)
-
-
-def _check_button(button: str) -> None:
-    if button not in _BUTTONS:
-        raise ValueError(f"button must be 'left', 'middle' or 'right', got {button!r}")
 
 
 def _check_keys(keys: Sequence[str]) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TypeVar
 
 from agent_s import lifecycle
 from agent_s.desktop._watchdog import (
@@ -94,6 +94,7 @@ HOST_SESSION_VARS = (
 )
 _REQUIRED = ("Xvfb", "xauth")
 DesktopKind = Literal["x11", "wayland"]
+_Desktop = TypeVar("_Desktop", bound="VirtualDesktop")
 _LAYOUT_HELP = (
     "monitors are given as WxH or WxH+X+Y, comma-separated (e.g. 1280x800,1024x768+1280+300); "
     "a monitor without a position goes right of the one before it, top-aligned"
@@ -178,6 +179,11 @@ class VirtualDesktop:
     they are or give that size.
     """
 
+    #: which desktop this is (``kind`` chooses the class; see ``__new__``)
+    kind: DesktopKind = "x11"
+    #: argv prefix that runs a program as the desktop's user (empty: as this process)
+    launcher: Sequence[str] = ()
+
     def __new__(cls, *args: Any, kind: DesktopKind = "x11", **kwargs: Any) -> VirtualDesktop:
         """``kind="wayland"`` makes a headless sway desktop instead (``wayland_virtual``)."""
         if kind not in ("x11", "wayland"):
@@ -201,7 +207,7 @@ class VirtualDesktop:
         monitors: str | Sequence[Monitor] | None = None,
         kind: DesktopKind = "x11",
     ) -> None:
-        self.kind: DesktopKind = kind
+        del kind  # it chose the class (``__new__``), whose ``kind`` this desktop is
         self.monitors: tuple[Monitor, ...] = ()
         if monitors is not None:
             self.monitors = (
@@ -249,9 +255,22 @@ class VirtualDesktop:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> VirtualDesktop:
+    def start(self: _Desktop) -> _Desktop:
+        """Start the desktop's programs (``stop()`` ends them); return the desktop."""
         if self._children:
             raise DesktopSetupError("this virtual desktop is already started")
+        self._check_installed()
+        self._dir = Path(tempfile.mkdtemp(prefix="agent-s-desktop-"))
+        try:
+            self._start_watchdog()
+            self._start_session()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _check_installed(self) -> None:
+        """``DesktopSetupError`` naming what to install when a program it needs is missing."""
         missing = [name for name in _REQUIRED if shutil.which(name) is None]
         if missing:
             raise DesktopSetupError(
@@ -259,19 +278,15 @@ class VirtualDesktop:
                 "(Debian/Ubuntu: apt-get install xvfb xauth openbox dbus-x11, "
                 "or run scripts/setup.sh)"
             )
-        self._dir = Path(tempfile.mkdtemp(prefix="agent-s-desktop-"))
-        try:
-            self._start_watchdog()
-            self._start_x()
-            self._setup_home()
-            if self._accessibility:
-                self._start_dbus()
-            if self._window_manager:
-                self._start_window_manager()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+
+    def _start_session(self) -> None:
+        """The display server and what runs in it (its watchdog runs already)."""
+        self._start_x()
+        self._setup_home()
+        if self._accessibility:
+            self._start_dbus()
+        if self._window_manager:
+            self._start_window_manager()
 
     def stop(self) -> None:
         """End every program of this desktop and remove its files. Safe to call twice."""
@@ -301,14 +316,15 @@ class VirtualDesktop:
         stdout: int | IO[bytes] | None = subprocess.DEVNULL,
         stderr: int | IO[bytes] | None = subprocess.DEVNULL,
     ) -> subprocess.Popen[bytes]:
-        """Start a program on this desktop; ``stop()`` ends it and everything it started."""
+        """Start a program on this desktop (through ``launcher``: as the desktop's user);
+        ``stop()`` ends it and everything it started."""
         if not self.running:
             raise DesktopSetupError("the virtual desktop is not running")
         if isinstance(argv, str):
             raise TypeError("argv must be a list of arguments, not a shell string")
         proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
+            [*self.launcher, *argv],
+            cwd=self._launch_cwd() if cwd is None else cwd,
             env={**self.env, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=stdout,
@@ -317,6 +333,10 @@ class VirtualDesktop:
         )
         self._adopt(proc)
         return proc
+
+    def _launch_cwd(self) -> str | None:
+        """Where a program ``launch`` starts runs when no folder is given (None: here)."""
+        return None
 
     def exported(self) -> contextlib.AbstractContextManager[None]:
         """This desktop's session variables in ``os.environ`` until the block ends: pyautogui,
@@ -492,11 +512,12 @@ class VirtualDesktop:
     def _spawn_reporting(
         self, argv: Callable[[int], list[str]], env: dict[str, str], what: str
     ) -> str:
-        """Start a daemon that reports readiness by writing a line to a pipe; return the line."""
+        """Start a daemon (through ``launcher``) that reports readiness by writing a line to a
+        pipe; return the line."""
         read_fd, write_fd = os.pipe()
         try:
             proc = subprocess.Popen(
-                argv(write_fd),
+                [*self.launcher, *argv(write_fd)],
                 env=env,
                 pass_fds=(write_fd,),
                 stdin=subprocess.DEVNULL,

@@ -16,7 +16,8 @@ send input through the core protocol, so this backend uses what wlroots composit
 
 Wayland does not let a client read where the pointer is: ``pointer()`` answers where this
 backend last put it (the middle of the screen before its first move). Subprocesses take argv
-lists; typed text goes to wtype on stdin.
+lists; typed text goes to wtype on stdin. These are the Wayland primitives; the actions built
+on them are ``common.BackendBase``'s.
 """
 
 from __future__ import annotations
@@ -24,42 +25,22 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import shutil
 import socket
 import struct
-import subprocess
-import time
-import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
 from agent_s import lifecycle
-from agent_s.desktop import apps
 from agent_s.desktop._wlwire import BUTTON_CODES, WaylandConnection
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
-from agent_s.desktop.common import ancestors, is_url, keysyms
+from agent_s.desktop.common import BackendBase
 from agent_s.desktop.ops import Button, Point
-from agent_s.desktop.settle import until_front_idle
-from agent_s.errors import (
-    ActionExecutionError,
-    DesktopSetupError,
-    DisplayUnavailableError,
-    WindowNotFoundError,
-)
-from agent_s.guards.redaction import without_secrets
+from agent_s.errors import ActionExecutionError, DesktopSetupError, DisplayUnavailableError
 
 TYPE_DELAY_MS = 2  # between typed characters
-TYPE_CHUNK = 200  # characters per wtype call, so each call has a bounded duration
-DRAG_STEP_PX = 25
-CLICK_INTERVAL = 0.03
-KEY_SETTLE = 0.1  # after a hotkey, as on X11: focus moves and menus open after it
-ACTIVATE_TIMEOUT = 3.0
-CLIPBOARD_TIMEOUT = 2.0
-_TYPABLE_CONTROLS = {repr(c) for c in "\t\n\r"}
 #: program -> Debian package
 REQUIRED_TOOLS = {"grim": "grim", "wtype": "wtype", "wl-copy": "wl-clipboard"}
 # X keysyms of modifiers -> wtype's modifier names, and our modifier masks' names
@@ -138,8 +119,8 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     return data
 
 
-class WaylandBackend:
-    """A sway (wlroots) Wayland desktop (``DesktopBackend``).
+class WaylandBackend(BackendBase):
+    """A sway (wlroots) Wayland desktop (``DesktopBackend``, the actions of ``BackendBase``).
 
     ``env``: the environment of the session (WAYLAND_DISPLAY, XDG_RUNTIME_DIR, SWAYSOCK) and of
     the programs this backend starts; by default this process's. ``launcher``: an argv prefix
@@ -149,10 +130,12 @@ class WaylandBackend:
     missing or the compositor is not sway.
     """
 
+    window_manager = "sway"
+
     def __init__(
         self, env: Mapping[str, str] | None = None, *, launcher: Sequence[str] = ()
     ) -> None:
-        self.env: dict[str, str] = without_secrets(os.environ if env is None else env)
+        super().__init__(env)
         self.env.pop("DISPLAY", None)  # programs it starts are Wayland clients of this session
         self.launcher = list(launcher)
         if not self.env.get("WAYLAND_DISPLAY"):
@@ -160,13 +143,7 @@ class WaylandBackend:
                 "no Wayland session: WAYLAND_DISPLAY is not set. Run inside a sway session, "
                 "or let agent-s start a virtual one (--virtual)."
             )
-        missing = [
-            f"{tool} (apt-get install {package})"
-            for tool, package in REQUIRED_TOOLS.items()
-            if shutil.which(tool, path=self.env.get("PATH", os.defpath)) is None
-        ]
-        if missing:
-            raise DesktopSetupError(f"the Wayland backend needs {', '.join(missing)}")
+        self._require(REQUIRED_TOOLS, "Wayland")
         sock = find_sway_socket(self.env)
         if sock is None:
             raise DesktopSetupError(
@@ -177,6 +154,7 @@ class WaylandBackend:
         self._ipc = SwayIPC(sock)
         self._ipc.request(_IPC_VERSION)  # reachable, and sway
         self._wl = WaylandConnection(self.env)
+        self._layout = (0, 0, 0, 0)  # the layout's bounds, as ``geometry()`` last read them
         left, top, width, height = self.geometry().bounds
         self._pointer = Point(left + width // 2, top + height // 2)
         self._down: list[int] = []  # evdev codes of the keys our keyboard holds down
@@ -190,16 +168,16 @@ class WaylandBackend:
             self._wl.roundtrip(1.0)
         self._wl.close()
 
-    def __enter__(self) -> WaylandBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def input_devices(self) -> list[str]:
         """The kinds of sway's input devices ("pointer", "keyboard", ...): with this backend's
         virtual pointer and keyboard, both are there."""
         return sorted({str(d.get("type", "")) for d in self._ipc.request(_IPC_INPUTS)})
+
+    def _check_alive(self) -> None:
+        try:
+            self._ipc.request(_IPC_VERSION, timeout=2.0)
+        except DisplayUnavailableError as err:
+            raise DisplayUnavailableError(f"the Wayland compositor went away: {err}") from err
 
     # -- pixels ---------------------------------------------------------------------------------
 
@@ -225,23 +203,21 @@ class WaylandBackend:
             )
             for i, o in enumerate(outputs)
         )
-        return ScreenGeometry(monitors)
+        geometry = ScreenGeometry(monitors)
+        # Pointer motion is given within the layout's box: every action checks its points
+        # against a fresh geometry first, and moves within the box read then.
+        self._layout = geometry.bounds
+        return geometry
 
-    def capture(self, monitor: int | None = None) -> Screenshot:
-        """The whole layout (``None``) or one output; pixels at the largest output scale."""
-        geometry = self.geometry()
+    def _grab(self, geometry: ScreenGeometry, monitor: Monitor | None) -> Screenshot:
+        """Pixels at the largest output scale (``grim``, as PPM on a pipe)."""
         if monitor is None:
             left, top, _w, _h = geometry.bounds
             argv = ["grim", "-t", "ppm", "-"]
             scale = max(m.scale for m in geometry.monitors)
         else:
-            if not 0 <= monitor < len(geometry.monitors):
-                raise ValueError(
-                    f"monitor {monitor} does not exist; there are {len(geometry.monitors)}"
-                )
-            m = geometry.monitors[monitor]
-            left, top, scale = m.x, m.y, m.scale
-            argv = ["grim", "-t", "ppm", "-o", m.name, "-"]
+            left, top, scale = monitor.x, monitor.y, monitor.scale
+            argv = ["grim", "-t", "ppm", "-o", monitor.name, "-"]
         result = self._run(argv, timeout=20)
         try:
             image = Image.open(io.BytesIO(result.stdout))
@@ -250,28 +226,32 @@ class WaylandBackend:
             raise ActionExecutionError(f"grim gave no readable image: {err}") from err
         return Screenshot(image=image.convert("RGB"), origin=Point(left, top), scale=scale)
 
-    # -- mouse ----------------------------------------------------------------------------------
-
-    def _on_screen(self, *points: Point) -> tuple[int, int, int, int]:
-        """Refuse points off every output; the layout's bounds otherwise."""
-        geometry = self.geometry()
-        for at in points:
-            if not geometry.contains(at):
-                raise ValueError(f"point ({at.x}, {at.y}) is off the screen {geometry.bounds}")
-        return geometry.bounds
-
-    def _move(self, at: Point, bounds: tuple[int, int, int, int]) -> None:
-        self._wl.move(at.x, at.y, bounds)
-        self._pointer = at
-
-    def move(self, at: Point) -> None:
-        bounds = self._on_screen(at)
-        self._move(at, bounds)
-        self._wl.roundtrip()
+    # -- mouse (our virtual pointer) ------------------------------------------------------------
 
     def pointer(self) -> Point:
         """Where this backend last put the pointer (Wayland lets no client ask)."""
         return self._pointer
+
+    def _pointer_to(self, at: Point) -> None:
+        self._wl.move(at.x, at.y, self._layout)
+        self._pointer = at
+        self._wl.roundtrip()
+
+    def _button(self, button: Button, down: bool) -> None:
+        self._wl.button(BUTTON_CODES[button], down)
+        if down:
+            self._wl.roundtrip()
+
+    def _wheel(self, clicks: int, horizontal: bool) -> None:
+        self._wl.refresh_modifiers()  # not a state another keyboard left behind
+        # Wayland's axes grow down and right: a notch up is negative.
+        self._wl.wheel(clicks if horizontal else -clicks, horizontal)
+        self._wl.roundtrip()
+
+    def _sync(self) -> None:
+        self._wl.roundtrip()
+
+    # -- keyboard -------------------------------------------------------------------------------
 
     def _code(self, sym: str) -> tuple[int, int] | None:
         return self._wl.keymap.lookup(sym)
@@ -279,7 +259,8 @@ class WaylandBackend:
     @contextlib.contextmanager
     def _holding(self, syms: Sequence[str]) -> Iterator[None]:
         """Hold keys down on our virtual keyboard for the body; released in reverse order
-        whatever happens (a key that needs Shift gets Shift held with it)."""
+        whatever happens (a key that needs Shift gets Shift held with it). Applications are
+        told the modifiers held now, whatever state another keyboard left behind."""
         codes: list[int] = []
         for sym in syms:
             found = self._code(sym)
@@ -291,6 +272,7 @@ class WaylandBackend:
             if code not in codes:
                 codes.append(code)
         if not codes:
+            self._wl.refresh_modifiers()
             yield
             return
         self._down = list(codes)
@@ -298,6 +280,7 @@ class WaylandBackend:
             for code in codes:
                 self._wl.key(code, True)
             self._wl.roundtrip()
+            self._wl.refresh_modifiers()
             yield
         finally:
             with lifecycle.deferred():  # a stop signal must not leave the keys down
@@ -320,191 +303,45 @@ class WaylandBackend:
             self._wl.key(_SHIFT, False)
         self._wl.roundtrip()
 
-    @contextlib.contextmanager
-    def _button_down(self, code: int) -> Iterator[None]:
-        self._wl.button(code, True)
-        try:
-            yield
-        finally:
-            with lifecycle.deferred():
-                self._wl.button(code, False)
-
-    def click(
-        self, at: Point, button: Button = "left", clicks: int = 1, hold_keys: Sequence[str] = ()
-    ) -> None:
-        bounds = self._on_screen(at)
-        code = _button_code(button)
-        if not 1 <= clicks <= 3:
-            raise ValueError(f"clicks must be 1, 2 or 3, got {clicks}")
-        with self._holding(keysyms(hold_keys)):
-            self._wl.refresh_modifiers()
-            self._move(at, bounds)
-            for index in range(clicks):
-                if index:
-                    self._wl.roundtrip()
-                    time.sleep(CLICK_INTERVAL)
-                with self._button_down(code):
-                    pass
-            self._wl.roundtrip()
-
-    def drag(
-        self, start: Point, end: Point, button: Button = "left", hold_keys: Sequence[str] = ()
-    ) -> None:
-        """Press at ``start``, move in steps (apps see the motion), release at ``end``."""
-        bounds = self._on_screen(start, end)
-        code = _button_code(button)
-        with self._holding(keysyms(hold_keys)):
-            self._wl.refresh_modifiers()
-            self._move(start, bounds)
-            self._wl.roundtrip()
-            with self._button_down(code):
-                self._wl.roundtrip()
-                distance = max(abs(end.x - start.x), abs(end.y - start.y))
-                steps = max(4, min(40, distance // DRAG_STEP_PX))
-                for i in range(1, steps + 1):
-                    x = start.x + (end.x - start.x) * i // steps
-                    y = start.y + (end.y - start.y) * i // steps
-                    self._move(Point(x, y), bounds)
-                    self._wl.roundtrip()
-                    time.sleep(0.01)
-                time.sleep(0.05)  # let the app handle the last motion before the release
-            self._wl.roundtrip()
-
-    def scroll(self, at: Point, clicks: int, horizontal: bool = False) -> None:
-        """``clicks`` wheel notches at ``at``: positive is up, or right when ``horizontal``."""
-        bounds = self._on_screen(at)
-        self._wl.refresh_modifiers()
-        self._move(at, bounds)
-        # Wayland's axes grow down and right: a notch up is negative.
-        self._wl.wheel(clicks if horizontal else -clicks, horizontal)
-        self._wl.roundtrip()
-
-    # -- keyboard -------------------------------------------------------------------------------
-
-    def hotkey(self, keys: Sequence[str]) -> None:
-        """Press keys together in order, release in reverse (``["ctrl", "shift", "t"]``)."""
-        syms = keysyms(keys)
-        if not syms:
-            raise ValueError("hotkey needs at least one key")
-        self.hold_and_press_syms(syms[:-1], syms[-1:])
-
-    def hold_and_press(self, hold_keys: Sequence[str], press_keys: Sequence[str]) -> None:
-        held, pressed = keysyms(hold_keys), keysyms(press_keys)
-        if not pressed:
-            raise ValueError("hold_and_press needs at least one key to press")
-        self.hold_and_press_syms(held, pressed)
-
-    def hold_and_press_syms(self, held: Sequence[str], pressed: Sequence[str]) -> None:
+    def _press(self, held: Sequence[str], pressed: Sequence[str]) -> None:
         """Keys on the US keyboard go through our virtual keyboard, so that applications see
         the keys a person's keyboard sends; any other keysym goes through wtype."""
         if all(self._code(sym) is not None for sym in (*held, *pressed)):
             with self._holding(held):
-                self._wl.refresh_modifiers()  # not a state another keyboard left behind
                 for sym in pressed:
                     self._tap(sym, held)
         else:
             taps = [arg for sym in pressed for arg in ("-k", _shifted(sym, held))]
             self._wtype([*_hold(held), *taps, *_release(held)])
-        time.sleep(KEY_SETTLE)
 
-    def type_text(self, text: str) -> None:
-        """Type ``text`` literally, unicode included; a newline is a press of Return."""
-        bad = sorted({repr(c) for c in text if unicodedata.category(c) == "Cc"} - _TYPABLE_CONTROLS)
-        if bad:
-            raise ValueError(f"cannot type control characters {', '.join(bad)}")
-        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        for index, line in enumerate(lines):
-            if index:
-                self._wtype(["-k", "Return"])
-            for start in range(0, len(line), TYPE_CHUNK):
-                chunk = line[start : start + TYPE_CHUNK]
-                self._wtype(
-                    ["-d", str(TYPE_DELAY_MS), "-"],
-                    stdin=chunk,
-                    timeout=10 + len(chunk) * (TYPE_DELAY_MS + 20) / 1000,
-                )
+    def _type_line(self, line: str) -> None:
+        """Through wtype, whose keymap holds every character of the text."""
+        for start in range(0, len(line), self.type_chunk):
+            chunk = line[start : start + self.type_chunk]
+            self._wtype(
+                ["-d", str(TYPE_DELAY_MS), "-"],
+                stdin=chunk,
+                timeout=10 + len(chunk) * (TYPE_DELAY_MS + 20) / 1000,
+            )
+
+    def _newline(self) -> None:
+        self._wtype(["-k", "Return"])
 
     def _wtype(self, args: list[str], *, stdin: str | None = None, timeout: float = 10.0) -> None:
         if self._down:  # a new keyboard takes over the seat's modifiers: none are held then
             raise ActionExecutionError("cannot type with wtype while keys are held down")
         self._run(["wtype", *args], stdin=stdin, timeout=timeout)
 
-    def _run(
-        self, argv: list[str], *, stdin: str | None = None, timeout: float = 10.0
-    ) -> subprocess.CompletedProcess[bytes]:
-        try:
-            result = subprocess.run(
-                argv,
-                input=None if stdin is None else stdin.encode("utf-8"),
-                env=self.env,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as err:
-            raise ActionExecutionError(f"{argv[0]} took over {timeout:.0f} s") from err
-        if result.returncode != 0:
-            self._check_alive()
-            detail = (
-                result.stderr.decode("utf-8", "replace").strip() or f"status {result.returncode}"
-            )
-            raise ActionExecutionError(f"{argv[0]} failed: {detail}")
-        return result
+    # -- clipboard (wl-clipboard) ---------------------------------------------------------------
 
-    def _check_alive(self) -> None:
-        try:
-            self._ipc.request(_IPC_VERSION, timeout=2.0)
-        except DisplayUnavailableError as err:
-            raise DisplayUnavailableError(f"the Wayland compositor went away: {err}") from err
+    def _clipboard_readers(self) -> list[list[str]]:
+        plain = ["wl-paste", "--no-newline"]
+        return [[*plain, "--type", "text/plain;charset=utf-8"], plain]
 
-    # -- clipboard ------------------------------------------------------------------------------
-
-    def clipboard_get(self) -> str:
-        """The clipboard as text; ``""`` when nothing (or no text) is on it."""
-        result = subprocess.run(
-            ["wl-paste", "--no-newline", "--type", "text/plain;charset=utf-8"],
-            env=self.env,
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-        if result.returncode != 0:
-            result = subprocess.run(
-                ["wl-paste", "--no-newline"],
-                env=self.env,
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-        if result.returncode == 0:
-            return result.stdout.decode("utf-8", "replace")
-        self._check_alive()
-        return ""
-
-    def clipboard_set(self, text: str) -> None:
-        """Put ``text`` on the clipboard (wl-copy keeps serving it in the background)."""
-        argv = ["wl-copy", "--type", "text/plain;charset=utf-8"]
+    def _clipboard_writer(self, text: str) -> list[str]:
         if not text:
-            argv = ["wl-copy", "--clear"]
-        result = subprocess.run(
-            argv,
-            input=text.encode("utf-8"),
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
-        )
-        if result.returncode != 0:
-            self._check_alive()
-            raise ActionExecutionError(
-                f"wl-copy could not set the clipboard (status {result.returncode})"
-            )
-        deadline = time.monotonic() + CLIPBOARD_TIMEOUT
-        while self.clipboard_get() != text:
-            if time.monotonic() > deadline:
-                raise ActionExecutionError("the clipboard did not take the new text")
-            time.sleep(0.01)
+            return ["wl-copy", "--clear"]
+        return ["wl-copy", "--type", "text/plain;charset=utf-8"]
 
     # -- windows --------------------------------------------------------------------------------
 
@@ -516,114 +353,8 @@ class WaylandBackend:
         found.sort(key=lambda item: (not item[1].active, item[0]))
         return [window for _, window in found]
 
-    def window_order(self) -> tuple[int, tuple[int, ...]]:
-        windows = self.windows()
-        active = next((w.id for w in windows if w.active), 0)
-        return active, tuple(w.id for w in windows)
-
-    def activate(self, app: str) -> WindowInfo:
-        """Focus the window best matching ``app`` (app id, then title, then fuzzy)."""
-        windows = self.windows()
-        matches = apps.match_windows(app, windows, fuzzy=True)
-        if not matches:
-            listing = tuple(f"{w.app}: {w.title}" for w in windows)
-            shown = "; ".join(listing) if listing else "none"
-            raise WindowNotFoundError(
-                f"no open window matches {app!r}; open windows: {shown}",
-                name=app,
-                open_windows=listing,
-            )
-        return self._bring_forward(matches[0], app)
-
-    def _bring_forward(self, target: WindowInfo, name: str) -> WindowInfo:
-        self._ipc.command(f"[con_id={int(target.id)}] focus")
-        deadline = time.monotonic() + ACTIVATE_TIMEOUT
-        while time.monotonic() < deadline:
-            current = next((w for w in self.windows() if w.id == target.id), None)
-            if current is None:
-                raise WindowNotFoundError(
-                    f"the window {target.title!r} closed while being activated", name=name
-                )
-            if current.active:
-                return current
-            time.sleep(0.03)
-        raise ActionExecutionError(
-            f"sway did not focus {target.title!r} within {ACTIVATE_TIMEOUT} s"
-        )
-
-    def wait_for_window(
-        self, match: str | Callable[[WindowInfo], bool], timeout: float = 10.0
-    ) -> WindowInfo:
-        """Wait until a window matching ``match`` (a name, or a predicate) is open; return it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            windows = self.windows()
-            if callable(match):
-                found = [w for w in windows if match(w)]
-            else:
-                found = apps.match_windows(match, windows, fuzzy=False)
-            if found:
-                return found[0]
-            if time.monotonic() >= deadline:
-                listing = tuple(f"{w.app}: {w.title}" for w in windows)
-                raise WindowNotFoundError(
-                    f"no window matching {match!r} appeared within {timeout:g} s; "
-                    f"open windows: {'; '.join(listing) or 'none'}",
-                    name=str(match),
-                    open_windows=listing,
-                )
-            time.sleep(0.05)
-
-    # -- programs -------------------------------------------------------------------------------
-
-    def open(self, target: str) -> WindowInfo | None:
-        """Open a file or URL with its default application, or start an application by name
-        (as ``X11Backend.open``: an application with a window open already is focused)."""
-        if not target.strip():
-            raise ValueError("open needs an application name or a file path")
-        path = Path(target).expanduser()
-        home = self.env.get("HOME")
-        if target.startswith("~") and home:
-            path = Path(home) / target[1:].lstrip("/")
-        if is_url(target) or path.exists():
-            where = target if is_url(target) else str(path.resolve())
-            if shutil.which("xdg-open", path=self.env.get("PATH", os.defpath)):
-                self._spawn(["xdg-open", where], cwd=None)
-            else:
-                self._spawn(["gio", "open", where], cwd=None)
-            return None
-        launch = apps.resolve_app(target, self.env)
-        ours = ancestors()
-        running = [w for w in apps.windows_of(launch, target, self.windows()) if w.pid not in ours]
-        if running:
-            return self._bring_forward(running[0], target)
-        self._spawn(launch.argv, cwd=launch.cwd)
-        return None
-
-    def _spawn(self, argv: list[str], cwd: str | None) -> None:
-        try:
-            proc = subprocess.Popen(
-                [*self.launcher, *argv],
-                env=self.env,
-                cwd=cwd or self.env.get("HOME"),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as err:
-            raise ActionExecutionError(f"could not start {argv[0]}: {err}") from err
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            status = proc.wait(0.3)
-            if status != 0:
-                raise ActionExecutionError(f"{' '.join(argv)} exited at once with status {status}")
-
-    def sleep(self, seconds: float, settle: bool = False) -> None:
-        if seconds < 0:
-            raise ValueError(f"cannot sleep a negative time ({seconds})")
-        time.sleep(seconds)
-        if settle:
-            until_front_idle(self)
+    def _request_focus(self, window: WindowInfo) -> None:
+        self._ipc.command(f"[con_id={int(window.id)}] focus")
 
 
 def _collect(node: dict[str, Any], found: list[tuple[int, WindowInfo]], counter: list[int]) -> None:
@@ -653,12 +384,6 @@ def _collect(node: dict[str, Any], found: list[tuple[int, WindowInfo]], counter:
         counter[0] += 1
     for child in children:
         _collect(child, found, counter)
-
-
-def _button_code(button: str) -> int:
-    if button not in BUTTON_CODES:
-        raise ValueError(f"button must be 'left', 'middle' or 'right', got {button!r}")
-    return BUTTON_CODES[button]
 
 
 def _shifted(sym: str, held: Sequence[str]) -> str:

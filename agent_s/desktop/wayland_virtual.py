@@ -22,11 +22,8 @@ import os
 import pwd
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Literal
 
 from agent_s.desktop.base import Monitor
 from agent_s.desktop.common import temporary_environ
@@ -102,41 +99,12 @@ def _unprivileged(user: pwd.struct_passwd) -> pwd.struct_passwd:
 class WaylandDesktop(VirtualDesktop):
     """A headless sway desktop, started and stopped by this object (see the module)."""
 
-    def __init__(
-        self,
-        width: int = 1280,
-        height: int = 800,
-        *,
-        depth: int = 24,
-        home: str | os.PathLike[str] | Literal["temp"] | None = None,
-        window_manager: bool = True,
-        accessibility: bool = True,
-        start_timeout: float = 20.0,
-        monitors: str | Sequence[Monitor] | None = None,
-        kind: Literal["x11", "wayland"] = "wayland",
-    ) -> None:
-        """As ``VirtualDesktop``; sway is the window manager, so ``window_manager`` and
-        ``depth`` change nothing."""
-        super().__init__(
-            width,
-            height,
-            depth=depth,
-            home=home,
-            window_manager=window_manager,
-            accessibility=accessibility,
-            start_timeout=start_timeout,
-            monitors=monitors,
-        )
-        self.kind = "wayland"
-        self._user: pwd.struct_passwd | None = None
-        #: argv prefix that runs a program as the desktop's user (empty: as this process)
-        self.launcher: list[str] = []
+    kind = "wayland"
+    _user: pwd.struct_passwd | None = None  # whom sway runs as, when this process is root
 
     # -- life cycle ---------------------------------------------------------------------------
 
-    def start(self) -> WaylandDesktop:
-        if self._children:
-            raise DesktopSetupError("this virtual desktop is already started")
+    def _check_installed(self) -> None:
         needed = {"sway": "sway", **REQUIRED_TOOLS}
         if os.geteuid() == 0:
             needed["setpriv"] = "util-linux"
@@ -146,51 +114,31 @@ class WaylandDesktop(VirtualDesktop):
                 f"cannot start a virtual Wayland desktop: apt-get install {' '.join(missing)} "
                 "(or run scripts/setup.sh)"
             )
-        self._dir = Path(tempfile.mkdtemp(prefix="agent-s-desktop-"))
-        try:
-            self._start_watchdog()
-            if os.geteuid() == 0:
-                self._user = desktop_user()
-                self.launcher = [
-                    "setpriv",
-                    f"--reuid={self._user.pw_uid}",
-                    f"--regid={self._user.pw_gid}",
-                    "--init-groups",
-                    "--",
-                ]
-            self._start_sway()
-            self._setup_home()
-            self._give_home()
-            if self._accessibility:
-                self._start_dbus()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    @property
-    def running(self) -> bool:
-        return bool(self._children) and self._children[0].poll() is None
+    def _start_session(self) -> None:
+        """sway, as the desktop's own user when this process is root, and the session bus;
+        ``window_manager`` and ``depth`` change nothing (sway is the window manager)."""
+        if os.geteuid() == 0:
+            self._user = desktop_user()
+            self.launcher = [
+                "setpriv",
+                f"--reuid={self._user.pw_uid}",
+                f"--regid={self._user.pw_gid}",
+                "--init-groups",
+                "--",
+            ]
+        self._start_sway()
+        self._setup_home()
+        self._give_home()
+        if self._accessibility:
+            self._start_dbus()
 
     # -- programs on the desktop ----------------------------------------------------------------
 
-    def launch(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        stdout: int | IO[bytes] | None = subprocess.DEVNULL,
-        stderr: int | IO[bytes] | None = subprocess.DEVNULL,
-    ) -> subprocess.Popen[bytes]:
-        """Start a program on this desktop (as its user, when this process is root)."""
-        if isinstance(argv, str):
-            raise TypeError("argv must be a list of arguments, not a shell string")
-        if cwd is None and self._user is not None:
-            cwd = self.env.get("HOME") or self._user.pw_dir  # ours may be closed to that user
-        return super().launch(
-            [*self.launcher, *argv], cwd=cwd, env=env, stdout=stdout, stderr=stderr
-        )
+    def _launch_cwd(self) -> str | None:
+        if self._user is None:
+            return None
+        return self.env.get("HOME") or self._user.pw_dir  # ours may be closed to that user
 
     def exported(self) -> contextlib.AbstractContextManager[None]:
         """This desktop's session variables in ``os.environ`` (and no X display) until the
@@ -321,13 +269,6 @@ class WaylandDesktop(VirtualDesktop):
                 with contextlib.suppress(OSError):
                     if (self._home / sub).stat().st_uid == 0:
                         self._chown(self._home / sub)
-
-    def _spawn_reporting(
-        self, argv: Callable[[int], list[str]], env: dict[str, str], what: str
-    ) -> str:
-        """As ``VirtualDesktop``'s, run as the desktop's user (the session bus is theirs)."""
-        launcher = list(self.launcher)
-        return super()._spawn_reporting(lambda fd: [*launcher, *argv(fd)], env, what)
 
 
 __all__ = ["DEFAULT_USER", "USER_VAR", "WAYLAND_SESSION_VARS", "WaylandDesktop", "desktop_user"]
