@@ -30,7 +30,8 @@ from rich.table import Table
 
 from agent_s.cli import options, output
 from agent_s.cli.bench_cache import cache as cache_command
-from agent_s.cli.helptext import Command, Group
+from agent_s.cli.grouped import grouped, settings_flags
+from agent_s.cli.helptext import Command, command_group
 
 if TYPE_CHECKING:
     from agent_s.bench.runner import Backend, MemoryMode
@@ -38,12 +39,7 @@ if TYPE_CHECKING:
     from agent_s.bestofn.judge import JudgeMode
     from agent_s.settings.read import Settings
 
-bench_app = typer.Typer(
-    help="Run OSWorld-format task suites and score them.",
-    no_args_is_help=True,
-    rich_markup_mode=None,  # plain help: see agent_s.cli.helptext
-    cls=Group,
-)
+bench_app = command_group("Run OSWorld-format task suites and score them.")
 
 
 _WIDEST = 100_000  # columns: a table's natural width is measured as if the page had no edge
@@ -75,7 +71,7 @@ def check(
             "file cache and the internet)."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: options.JsonReport = False,
 ) -> None:
     """What each task needs and which of it this machine has: counts per need and per domain,
     and for each task that cannot run, every reason why."""
@@ -157,6 +153,7 @@ def _memory_ready(path: Path) -> None:
 
 
 @bench_app.command(cls=Command)
+@grouped
 def run(
     suite: _Suite,
     results: Annotated[Path, typer.Option(help="Results folder (OSWorld's layout).")] = Path(
@@ -166,18 +163,11 @@ def run(
     policy: Annotated[str, typer.Option(help="agent | reference | noop")] = "agent",
     index: Annotated[str | None, typer.Option(help="Index file inside the folder.")] = None,
     domain: Annotated[list[str] | None, typer.Option(help="Only these domains.")] = None,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
-    ground: options.Ground = None,
-    ground_url: options.GroundUrl = None,
-    ground_model: options.GroundModel = None,
+    *,
+    models: options.ModelFlags,
+    grounds: options.GroundFlags,
     model_timeout: options.ModelTimeout = None,
-    plan: options.Plan = None,
-    max_replans: options.MaxReplans = None,
-    subtask_steps: options.SubtaskSteps = None,
+    planning: options.PlanFlags,
     max_steps: Annotated[
         int | None, typer.Option(help="Step limit per task (env AGENT_S_MAX_STEPS).")
     ] = None,
@@ -234,10 +224,7 @@ def run(
             "bubblewrap where it works; env AGENT_S_CODE_SANDBOX)."
         ),
     ] = None,
-    code_agent: Annotated[
-        bool | None,
-        typer.Option("--code-agent/--no-code-agent", help="Offer the code agent (default on)."),
-    ] = None,
+    code_agent: options.CodeAgent = None,
     memory: Annotated[
         str,
         typer.Option(
@@ -262,7 +249,6 @@ def run(
     from agent_s.bench.report import outcome, summarize
     from agent_s.bench.runner import RunCancelled, RunOptions, run_suite
     from agent_s.bench.tasks import TaskFormatError, load_references, load_suite
-    from agent_s.cli.options import api_key as given_key
     from agent_s.coding.runner import sandbox_problem
     from agent_s.settings.config import ConfigError
 
@@ -280,27 +266,21 @@ def run(
                 f"--domain {', '.join(unknown)}: the suite {loaded.name} has no such domain; "
                 f"its domains: {', '.join(loaded.index)}"
             )
-        settings = None
+        settings, api_key = None, models.api_key
         if policy == "agent":  # fail before any desktop starts: no model, no key
             problem = sandbox_problem()
-            flags = {
-                "--provider": provider,
-                "--model": model,
-                "--base-url": base_url,
-                "--ground": ground,
-                "--ground-url": ground_url,
-                "--ground-model": ground_model,
-                "--max-steps": max_steps,
-                "--plan": plan,
-                "--max-replans": max_replans,
-                "--subtask-steps": subtask_steps,
-                "--safety": safety,
-                "--code-sandbox": code_sandbox,
-                "--code-agent": code_agent,
-                "--model-timeout": model_timeout,
-            }
+            flags = settings_flags(
+                models,
+                grounds,
+                planning,
+                max_steps=max_steps,
+                safety=safety,
+                code_sandbox=code_sandbox,
+                code_agent=code_agent,
+                model_timeout=model_timeout,
+            )
             settings = bench_settings(flags, problem)
-            config = settings.build_model(given_key(api_key, api_key_file))
+            config = settings.build_model(models.key())
             settings.build_grounding()
             settings.secret_values()  # an unreadable secret file: a usage error here, not later
             _safety(err, settings, problem, sandbox_given=code_sandbox is not None)
@@ -572,7 +552,7 @@ def report(
     results: Annotated[
         Path, typer.Argument(metavar="RESULTS", help="A results folder (any level of the layout).")
     ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: options.JsonReport = False,
 ) -> None:
     """Success rate per domain and overall; steps, time, cost per task; the failed tasks."""
     from agent_s.bench.report import group, load_results, summarize

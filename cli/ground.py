@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from agent_s.cli import output
+from agent_s.cli import options, output
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:  # imported where used: together they cost 0.35 s at every agent-s start
@@ -337,7 +337,7 @@ def ground(
     annotate_to: Annotated[
         Path | None, typer.Option("--annotate", help="Save the screenshot with point and box.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: options.AsJson = False,
     explain_all: Annotated[
         bool,
         typer.Option(

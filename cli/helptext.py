@@ -66,4 +66,10 @@ class Group(TyperGroup):
         return super().get_short_help_str(limit=1_000)
 
 
-__all__ = ["Command", "Context", "Formatter", "Group"]
+def command_group(help_text: str) -> typer.Typer:
+    """A group of commands (``agent-s bench``, ``memory``, ``workflow``) with this help layout;
+    without a command it shows its help."""
+    return typer.Typer(help=help_text, no_args_is_help=True, rich_markup_mode=None, cls=Group)
+
+
+__all__ = ["Command", "Context", "Formatter", "Group", "command_group"]

@@ -22,6 +22,7 @@ from agent_s.cli import options, output
 from agent_s.cli.bench import bench_app
 from agent_s.cli.export import export
 from agent_s.cli.ground import ground
+from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.cli.helptext import Command, Group
 from agent_s.cli.mcp import mcp
 from agent_s.cli.memory import memory_app
@@ -72,20 +73,16 @@ def _root(
 
 
 @app.command(cls=Command)
+@grouped
 def doctor(
     virtual: Annotated[
         bool,
         typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb)."),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
-    ground: options.Ground = None,
-    ground_url: options.GroundUrl = None,
-    ground_model: options.GroundModel = None,
+    as_json: options.JsonReport = False,
+    *,
+    models: options.ModelFlags,
+    grounds: options.GroundFlags,
     model_timeout: options.ModelTimeout = None,
     timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds each model check may take.")
@@ -99,15 +96,7 @@ def doctor(
     from agent_s.settings.read import flag_values, load_settings
 
     environ = dict(os.environ)
-    flags = {
-        "--provider": provider,
-        "--model": model,
-        "--base-url": base_url,
-        "--ground": ground,
-        "--ground-url": ground_url,
-        "--ground-model": ground_model,
-        "--model-timeout": model_timeout,
-    }
+    flags = settings_flags(models, grounds, model_timeout=model_timeout)
     try:
         settings = load_settings(flag_values(flags), environ=environ)
     except AgentSError as error:
@@ -116,19 +105,18 @@ def doctor(
     found, grounding = settings.model, settings.grounding
     if model_timeout is not None:  # the flag wins over the variable the checks read
         environ["AGENT_S_MODEL_TIMEOUT"] = f"{model_timeout:g}"
-    key = options.api_key(api_key, api_key_file)
-    models = ModelOptions(
+    checked = ModelOptions(
         found.provider,
         found.name,
         found.base_url,
-        key,
+        models.key(),
         grounding.mode,
         grounding.url,
         grounding.model,
     )
     report = run_checks(
         virtual=virtual,
-        providers=lambda: provider_checks(models, environ, timeout_s=timeout),
+        providers=lambda: provider_checks(checked, environ, timeout_s=timeout),
         sandbox=settings.code_agent.sandbox,
     )
     out = output.console()

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from agent_s.cli import options, output
+from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.errors import AgentSError
 
 
@@ -48,6 +49,7 @@ def _serve_http(server: Any, host: str, port: int, token_file: Path | None) -> N
     serve(server, sock, Door(token, bound, address))
 
 
+@grouped
 def mcp(
     transport: Annotated[
         str,
@@ -75,21 +77,10 @@ def mcp(
             "is printed on stderr at each start."
         ),
     ] = None,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
-    ground: options.Ground = None,
-    ground_url: options.GroundUrl = None,
-    ground_model: options.GroundModel = None,
-    model_timeout: options.ModelTimeout = None,
-    max_steps: Annotated[
-        int | None, typer.Option(help="Step limit (default 30; env AGENT_S_MAX_STEPS).")
-    ] = None,
-    max_cost: Annotated[
-        float | None, typer.Option(help="Cost limit in USD (env AGENT_S_MAX_COST).")
-    ] = None,
+    *,
+    models: options.ModelFlags,
+    grounds: options.GroundFlags,
+    limits: options.LimitFlags,
     record: Annotated[
         str | None,
         typer.Option(
@@ -97,12 +88,7 @@ def mcp(
             "~/.local/share/agent-s/runs; env AGENT_S_RECORD_DIR)."
         ),
     ] = None,
-    safety: Annotated[
-        str | None,
-        typer.Option(
-            help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
-        ),
-    ] = None,
+    safety: options.Safety = None,
 ) -> None:
     """Serve agent-s to MCP clients: run_task, ground, screenshot, list_trajectories and
     read_trajectory. Approvals go to the client as questions, or are refused.
@@ -115,27 +101,19 @@ def mcp(
     from agent_s.mcp.server import McpSettings, build_server
 
     err = output.console(stderr=True)
-    flags = {
-        "--provider": provider,
-        "--model": model,
-        "--base-url": base_url,
-        "--ground": ground,
-        "--ground-url": ground_url,
-        "--ground-model": ground_model,
-        "--model-timeout": model_timeout,
-        "--max-steps": max_steps,
-        "--max-cost": max_cost,
-        "--record": record,
-        "--safety": safety,
-    }
+    flags = settings_flags(
+        models,
+        grounds,
+        limits,
+        record=record,
+        safety=safety,
+    )
     try:
         if transport not in ("stdio", "http"):
             raise ValueError(f"--transport {transport}: use stdio or http")
         if transport == "stdio" and (host is not None or token_file is not None):
             raise ValueError("--host and --token-file are for --transport http (stdio has no port)")
-        settings = McpSettings(
-            flags=flags, defaults=RUN_DEFAULTS, api_key=options.api_key(api_key, api_key_file)
-        )
+        settings = McpSettings(flags=flags, defaults=RUN_DEFAULTS, api_key=models.key())
         server = build_server(settings)
         if transport == "stdio":
             server.run("stdio")

@@ -24,16 +24,13 @@ import typer
 from rich.markup import escape
 
 from agent_s.cli import output
-from agent_s.cli.helptext import Command, Group
+from agent_s.cli.helptext import Command, command_group
 
 if TYPE_CHECKING:
     from agent_s.memory import Entry, Kind, MemoryStore
 
-memory_app = typer.Typer(
-    help="What agent-s has learned across tasks: list, search, forget, export, import.",
-    no_args_is_help=True,
-    rich_markup_mode=None,  # plain help: see agent_s.cli.helptext
-    cls=Group,
+memory_app = command_group(
+    "What agent-s has learned across tasks: list, search, forget, export, import."
 )
 
 _Db = Annotated[

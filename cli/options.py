@@ -1,4 +1,7 @@
-"""Command-line options shared by ``run``, ``doctor`` and ``bench run``: one definition each.
+"""Command-line options that several commands take: one definition each, as a typer ``Annotated``
+alias, or as a group of options taken together (``ModelFlags``, ``GroundFlags``, ``LimitFlags``,
+``PlanFlags``; ``agent_s.cli.grouped``). A command whose option says something of its own
+(``bench run``'s ``--max-steps`` is per task) defines that one itself.
 
 API keys never stay on a command line, where every user of the machine can read them (``ps``,
 ``/proc/PID/cmdline``): ``hide_api_key`` (called first thing by the ``agent-s`` entry point)
@@ -10,10 +13,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from agent_s.cli.grouped import SettingsGroup
 
 KEY_VARIABLE = "_AGENT_S_API_KEY"  # where hide_api_key puts --api-key's value
 KEY_WARNING = (
@@ -217,3 +223,66 @@ ModelTimeout = Annotated[
         "per 100 KB of request; env AGENT_S_MODEL_TIMEOUT).",
     ),
 ]
+MaxSteps = Annotated[
+    int | None, typer.Option(help="Step limit (default 30; env AGENT_S_MAX_STEPS).")
+]
+MaxCost = Annotated[float | None, typer.Option(help="Cost limit in USD (env AGENT_S_MAX_COST).")]
+Safety = Annotated[
+    str | None,
+    typer.Option(
+        help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
+    ),
+]
+Check = Annotated[
+    str | None, typer.Option(help="A command run after done; exit status 0 = verified.")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+JsonReport = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
+CodeAgent = Annotated[
+    bool | None,
+    typer.Option("--code-agent/--no-code-agent", help="Offer the code agent (default on)."),
+]
+
+
+@dataclass(frozen=True)
+class ModelFlags(SettingsGroup):
+    """The model and its key: --provider, --model, --base-url, --api-key, --api-key-file."""
+
+    not_settings = frozenset({"api_key", "api_key_file"})  # the key is read apart: ``key``
+
+    provider: Provider = None
+    model: Model = None
+    base_url: BaseUrl = None
+    api_key: ApiKey = None
+    api_key_file: ApiKeyFile = None
+
+    def key(self) -> str | None:
+        """The key given by --api-key or --api-key-file (already read), if any."""
+        return api_key(self.api_key, self.api_key_file)
+
+
+@dataclass(frozen=True)
+class GroundFlags(SettingsGroup):
+    """How targets are found: --ground, --ground-url, --ground-model."""
+
+    ground: Ground = None
+    ground_url: GroundUrl = None
+    ground_model: GroundModel = None
+
+
+@dataclass(frozen=True)
+class LimitFlags(SettingsGroup):
+    """What a run may take: --model-timeout (a model call), --max-steps, --max-cost."""
+
+    model_timeout: ModelTimeout = None
+    max_steps: MaxSteps = None
+    max_cost: MaxCost = None
+
+
+@dataclass(frozen=True)
+class PlanFlags(SettingsGroup):
+    """Planned runs: --plan, --max-replans, --subtask-steps."""
+
+    plan: Plan = None
+    max_replans: MaxReplans = None
+    subtask_steps: SubtaskSteps = None

@@ -26,6 +26,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agent_s.cli import options, output
+from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def _summary(out: Console, report: PracticeReport) -> None:
     _line(out, f"${report.cost_usd:.4f}, {report.seconds:.1f} s; records: {report.folder}")
 
 
+@grouped
 def practice(
     target: Annotated[
         str, typer.Argument(metavar="APP_OR_SUITE", help="An application (mousepad) or a suite.")
@@ -127,12 +129,9 @@ def practice(
             "env AGENT_S_RECORD_DIR)."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
+    as_json: options.JsonReport = False,
+    *,
+    models: options.ModelFlags,
     ground: options.Ground = None,
     model_timeout: options.ModelTimeout = None,
     safety: Annotated[
@@ -161,18 +160,16 @@ def practice(
 
     out, err = output.console(), output.console(stderr=True)
     try:
-        flags = {
-            "--provider": provider,
-            "--model": model,
-            "--base-url": base_url,
-            "--ground": ground,
-            "--model-timeout": model_timeout,
-            "--max-steps": max_steps,
-            "--max-cost": max_cost,
-            "--record": record,
-            "--safety": safety,
-            "--code-sandbox": code_sandbox,
-        }
+        flags = settings_flags(
+            models,
+            ground=ground,
+            model_timeout=model_timeout,
+            max_steps=max_steps,
+            max_cost=max_cost,
+            record=record,
+            safety=safety,
+            code_sandbox=code_sandbox,
+        )
         settings = load_settings(flag_values(flags), defaults=PRACTICE_DEFAULTS)
         limits = settings.limits  # the flags, else AGENT_S_MAX_STEPS/COST, else the file
         budget = PracticeBudget(tasks, limits.max_steps, limits.max_cost, max_time)
@@ -209,7 +206,7 @@ def practice(
                 settings=settings,
                 store=store,
                 budget=budget,
-                api_key=options.api_key(api_key, api_key_file),
+                api_key=models.key(),
                 approver=approver,
                 on_event=on_event,
             )

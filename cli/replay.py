@@ -7,86 +7,68 @@ result: ``replayed``, ``diverged at step N (...)`` with the reason, or ``healed`
 model calls, and the new run's folder (``--json``: one JSON object). Exit codes: 0 replayed (or
 healed) and succeeded, 1 diverged or failed, 2 usage, 3 a limit, 130 interrupted.
 
-The options shared with ``agent-s workflow run`` are here (``ReplayOptions``).
+The options shared with ``agent-s workflow run`` are here (``ReplayFlags``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from agent_s.cli import options, output
+from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
     from agent_s.desktop.base import DesktopBackend
     from agent_s.replay.player import ReplayResult, Script
 
-Heal = Annotated[
-    bool,
-    typer.Option(
-        "--heal",
-        help="Where the replay diverges, hand the rest of the task to the agent (needs a model).",
-    ),
-]
-Virtual = Annotated[bool, typer.Option("--virtual", help="Replay inside a fresh virtual desktop.")]
-Record = Annotated[
-    Path | None,
-    typer.Option(
-        help="Folder for the new run's folder (default ~/.local/share/agent-s/runs; env "
-        "AGENT_S_RECORD_DIR)."
-    ),
-]
-Safety = Annotated[
-    str | None,
-    typer.Option(
-        help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
-    ),
-]
-Check = Annotated[
-    str | None, typer.Option(help="A command run after done; exit status 0 = verified.")
-]
-Wait = Annotated[
-    float,
-    typer.Option(min=0.0, help="Seconds a step waits for its recorded window (default 10)."),
-]
-MaxSteps = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        help="Steps the agent may take when healing: the run's step limit (default 30; env "
-        "AGENT_S_MAX_STEPS).",
-    ),
-]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-
 
 @dataclass(frozen=True)
-class ReplayOptions:
-    """What ``replay`` and ``workflow run`` share, as given on the command line."""
+class ReplayFlags:
+    """What ``replay`` and ``workflow run`` share: their options (``agent_s.cli.grouped``)."""
 
-    heal: bool = False
-    virtual: bool = False
-    record: Path | None = None
-    safety: str | None = None
-    check: str | None = None
-    wait: float = 10.0
-    max_steps: int | None = None
-    as_json: bool = False
-    provider: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    api_key_file: str | None = None
-    ground: str | None = None
-    ground_url: str | None = None
-    ground_model: str | None = None
+    heal: Annotated[
+        bool,
+        typer.Option(
+            "--heal",
+            help="Where the replay diverges, hand the rest of the task to the agent (needs a "
+            "model).",
+        ),
+    ] = False
+    virtual: Annotated[
+        bool, typer.Option("--virtual", help="Replay inside a fresh virtual desktop.")
+    ] = False
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder for the new run's folder (default ~/.local/share/agent-s/runs; env "
+            "AGENT_S_RECORD_DIR)."
+        ),
+    ] = None
+    safety: options.Safety = None
+    check: options.Check = None
+    wait: Annotated[
+        float,
+        typer.Option(min=0.0, help="Seconds a step waits for its recorded window (default 10)."),
+    ] = 10.0
+    max_steps: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Steps the agent may take when healing: the run's step limit (default 30; env "
+            "AGENT_S_MAX_STEPS).",
+        ),
+    ] = None
+    as_json: options.AsJson = False
+    models: options.ModelFlags = options.ModelFlags()
+    grounds: options.GroundFlags = options.GroundFlags()
 
 
 def _safe(text: str) -> str:
@@ -100,7 +82,7 @@ def _fail(err: Console, message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run_script(script: Script | Callable[[DesktopBackend], Script], given: ReplayOptions) -> None:
+def run_script(script: Script | Callable[[DesktopBackend], Script], given: ReplayFlags) -> None:
     """Replay ``script`` as the options say, print the result and exit with its code.
     ``script`` may be a function of the desktop (a workflow's values need its HOME): a
     ValueError from it is a usage error, before anything is replayed."""
@@ -117,22 +99,18 @@ def run_script(script: Script | Callable[[DesktopBackend], Script], given: Repla
     from agent_s.replay.player import Replayer, Script
 
     out, err = output.console(), output.console(stderr=True)
-    flags: Mapping[str, Any] = {
-        "--provider": given.provider,
-        "--model": given.model,
-        "--base-url": given.base_url,
-        "--ground": given.ground,
-        "--ground-url": given.ground_url,
-        "--ground-model": given.ground_model,
-        "--record": given.record,
-        "--safety": given.safety,
-        "--max-steps": given.max_steps,
-    }
+    flags = settings_flags(
+        given.models,
+        given.grounds,
+        record=given.record,
+        safety=given.safety,
+        max_steps=given.max_steps,
+    )
     try:
         resolved = run_settings(flags)
         model = None
         if resolved.model.name:  # a model is needed only to heal (or for a code-agent step)
-            model = resolved.build_model(options.api_key(given.api_key, given.api_key_file))
+            model = resolved.build_model(given.models.key())
         elif given.heal:
             raise ValueError(
                 "--heal needs a model to hand the rest of the task to: pass --model NAME "
@@ -254,26 +232,13 @@ def print_result(out: Console, result: ReplayResult, as_json: bool, heal: bool) 
         out.print(f"trajectory: {run.trajectory_dir}", highlight=False, soft_wrap=True)
 
 
+@grouped
 def replay(
     run_dir: Annotated[
         Path, typer.Argument(metavar="RUN_DIR", help="The recorded run's trajectory folder.")
     ],
-    heal: Heal = False,
-    virtual: Virtual = False,
-    record: Record = None,
-    safety: Safety = None,
-    check: Check = None,
-    wait: Wait = 10.0,
-    max_steps: MaxSteps = None,
-    as_json: AsJson = False,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
-    ground: options.Ground = None,
-    ground_url: options.GroundUrl = None,
-    ground_model: options.GroundModel = None,
+    *,
+    given: ReplayFlags,
 ) -> None:
     """Carry out a recorded run again, grounding every target on the screen as it is now;
     no model is asked unless --heal takes over where it diverges."""
@@ -286,22 +251,4 @@ def replay(
         hint = "give the folder agent-s run printed as trajectory:"
         said = str(error) if hint in str(error) else f"{error} ({hint})"
         raise _fail(err, said) from error
-    given = ReplayOptions(
-        heal,
-        virtual,
-        record,
-        safety,
-        check,
-        wait,
-        max_steps,
-        as_json,
-        provider,
-        model,
-        base_url,
-        api_key,
-        api_key_file,
-        ground,
-        ground_url,
-        ground_model,
-    )
     run_script(script, given)

@@ -49,6 +49,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_s.cli import options, output
+from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
@@ -357,26 +358,16 @@ def _nobody_approves(err: Console, mode: str) -> None:
         )
 
 
+@grouped
 def run(
     task: Annotated[
         str | None, typer.Argument(metavar="TASK", help="The task; omit it to be asked.")
     ] = None,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
-    ground: options.Ground = None,
-    ground_url: options.GroundUrl = None,
-    ground_model: options.GroundModel = None,
+    *,
+    models: options.ModelFlags,
+    grounds: options.GroundFlags,
     marks: options.Marks = None,
-    model_timeout: options.ModelTimeout = None,
-    max_steps: Annotated[
-        int | None, typer.Option(help="Step limit (default 30; env AGENT_S_MAX_STEPS).")
-    ] = None,
-    max_cost: Annotated[
-        float | None, typer.Option(help="Cost limit in USD (env AGENT_S_MAX_COST).")
-    ] = None,
+    limits: options.LimitFlags,
     record: Annotated[
         Path | None,
         typer.Option(
@@ -384,7 +375,7 @@ def run(
             "AGENT_S_RECORD_DIR)."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: options.AsJson = False,
     virtual: Annotated[
         bool,
         typer.Option("--virtual", help="Run inside a fresh virtual desktop."),
@@ -407,9 +398,7 @@ def run(
         ),
     ] = None,
     monitor: options.Monitor = None,
-    plan: options.Plan = None,
-    max_replans: options.MaxReplans = None,
-    subtask_steps: options.SubtaskSteps = None,
+    planning: options.PlanFlags,
     memory: options.Memory = None,
     dry_run: Annotated[
         bool,
@@ -418,9 +407,7 @@ def run(
             help="Predict and ground; draw the plan; execute nothing.",
         ),
     ] = False,
-    check: Annotated[
-        str | None, typer.Option(help="A command run after done; exit status 0 = verified.")
-    ] = None,
+    check: options.Check = None,
     reflection: Annotated[
         bool | None,
         typer.Option(
@@ -436,12 +423,7 @@ def run(
             "AGENT_S_A11Y_SNAPSHOT).",
         ),
     ] = None,
-    safety: Annotated[
-        str | None,
-        typer.Option(
-            help="auto | confirm | confirm-all | deny-risky (default confirm; env AGENT_S_SAFETY)."
-        ),
-    ] = None,
+    safety: options.Safety = None,
     code_sandbox: Annotated[
         str | None,
         typer.Option(
@@ -461,13 +443,7 @@ def run(
             help="Turns the code agent has per call (default 20; env AGENT_S_CODE_STEPS)."
         ),
     ] = None,
-    code_agent: Annotated[
-        bool | None,
-        typer.Option(
-            "--code-agent/--no-code-agent",
-            help="Offer the code agent (default on).",
-        ),
-    ] = None,
+    code_agent: options.CodeAgent = None,
     best_of: Annotated[
         int | None,
         typer.Option(
@@ -493,35 +469,27 @@ def run(
     out, err = output.console(), output.console(stderr=True)
     try:
         resolved = run_settings(
-            {
-                "--provider": provider,
-                "--model": model,
-                "--base-url": base_url,
-                "--ground": ground,
-                "--ground-url": ground_url,
-                "--ground-model": ground_model,
-                "--marks": marks,
-                "--max-steps": max_steps,
-                "--max-cost": max_cost,
-                "--record": record,
-                "--reflection": reflection,
-                "--a11y-snapshot": a11y_snapshot,
-                "--monitor": monitor,
-                "--plan": plan,
-                "--max-replans": max_replans,
-                "--subtask-steps": subtask_steps,
-                "--safety": safety,
-                "--code-sandbox": code_sandbox,
-                "--code-timeout": code_timeout,
-                "--code-steps": code_steps,
-                "--code-agent": code_agent,
-                "--model-timeout": model_timeout,
-            }
+            settings_flags(
+                models,
+                grounds,
+                limits,
+                planning,
+                marks=marks,
+                record=record,
+                reflection=reflection,
+                a11y_snapshot=a11y_snapshot,
+                monitor=monitor,
+                safety=safety,
+                code_sandbox=code_sandbox,
+                code_timeout=code_timeout,
+                code_steps=code_steps,
+                code_agent=code_agent,
+            )
         )
         if memory is not None:  # --memory/--no-memory: run's own flag, over [memory] enabled
             switched = resolved.memory.model_copy(update={"enabled": memory})
             resolved = resolved.model_copy(update={"memory": switched})
-        model_config = resolved.build_model(options.api_key(api_key, api_key_file))
+        model_config = resolved.build_model(models.key())
         grounding = resolved.build_grounding()
         if resolved.code_agent.enabled:  # auto: bubblewrap where it works, else said once
             from agent_s.coding.containment import settle_settings
@@ -588,14 +556,13 @@ def run(
     if best_of is not None or workers is not None or judge is not None:
         from agent_s.cli.bestof import run_command
 
-        key = options.api_key(api_key, api_key_file)
         raise typer.Exit(
             run_command(
                 out,
                 err,
                 task,
                 resolved,
-                key,
+                models.key(),
                 argv,
                 n=best_of or 0,
                 workers=workers,

@@ -22,19 +22,9 @@ import typer
 from rich.markup import escape
 
 from agent_s.cli import options, output
-from agent_s.cli.helptext import Command, Group
-from agent_s.cli.replay import (
-    AsJson,
-    Check,
-    Heal,
-    MaxSteps,
-    Record,
-    ReplayOptions,
-    Safety,
-    Virtual,
-    Wait,
-    run_script,
-)
+from agent_s.cli.grouped import grouped
+from agent_s.cli.helptext import Command, command_group
+from agent_s.cli.replay import ReplayFlags, run_script
 
 if TYPE_CHECKING:
     from agent_s.desktop.base import DesktopBackend
@@ -42,11 +32,8 @@ if TYPE_CHECKING:
     from agent_s.replay.player import Script
     from agent_s.replay.workflow import Workflow
 
-workflow_app = typer.Typer(
-    help="Successful runs kept by name and replayed with new values: save, list, show, run.",
-    no_args_is_help=True,
-    rich_markup_mode=None,  # plain help: see agent_s.cli.helptext
-    cls=Group,
+workflow_app = command_group(
+    "Successful runs kept by name and replayed with new values: save, list, show, run."
 )
 
 _Db = Annotated[
@@ -130,7 +117,7 @@ def _print_parameters(flow: Workflow) -> None:
 
 
 @workflow_app.command("list", cls=Command)
-def list_workflows(db: _Db = None, as_json: AsJson = False) -> None:
+def list_workflows(db: _Db = None, as_json: options.AsJson = False) -> None:
     """The stored workflows: name, steps, parameters, verified or not, task."""
     from agent_s.memory import MemoryStoreError
     from agent_s.replay.workflow import Workflow, describe
@@ -159,7 +146,7 @@ def list_workflows(db: _Db = None, as_json: AsJson = False) -> None:
 
 
 @workflow_app.command("show", cls=Command)
-def show(name: _Name, db: _Db = None, as_json: AsJson = False) -> None:
+def show(name: _Name, db: _Db = None, as_json: options.AsJson = False) -> None:
     """One workflow: its task, parameters, steps and provenance."""
     from agent_s.replay.workflow import describe
 
@@ -189,6 +176,7 @@ def forget(name: _Name, db: _Db = None) -> None:
 
 
 @workflow_app.command("run", cls=Command)
+@grouped
 def run(
     name: _Name,
     set_values: Annotated[
@@ -198,22 +186,8 @@ def run(
         ),
     ] = None,
     db: _Db = None,
-    heal: Heal = False,
-    virtual: Virtual = False,
-    record: Record = None,
-    safety: Safety = None,
-    check: Check = None,
-    wait: Wait = 10.0,
-    max_steps: MaxSteps = None,
-    as_json: AsJson = False,
-    provider: options.Provider = None,
-    model: options.Model = None,
-    base_url: options.BaseUrl = None,
-    api_key: options.ApiKey = None,
-    api_key_file: options.ApiKeyFile = None,
-    ground: options.Ground = None,
-    ground_url: options.GroundUrl = None,
-    ground_model: options.GroundModel = None,
+    *,
+    given: ReplayFlags,
 ) -> None:
     """Replay a workflow with new values for its parameters (--set KEY=VALUE); a value
     starting with ~ is a path in the desktop's HOME (with --virtual, the virtual desktop's)."""
@@ -232,26 +206,8 @@ def run(
         from agent_s.replay.workflow import refuse_user_home
 
         home = desktop_home(backend)
-        if virtual:  # the shell made an unquoted ~ the user's HOME: not the desktop's
+        if given.virtual:  # the shell made an unquoted ~ the user's HOME: not the desktop's
             refuse_user_home(values, home, Path.home())
         return flow.with_values(values, home=home)
 
-    given = ReplayOptions(
-        heal,
-        virtual,
-        record,
-        safety,
-        check,
-        wait,
-        max_steps,
-        as_json,
-        provider,
-        model,
-        base_url,
-        api_key,
-        api_key_file,
-        ground,
-        ground_url,
-        ground_model,
-    )
     run_script(script, given)

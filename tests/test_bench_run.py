@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from readme_samples import assert_printed, samples_after
+from scripted_cli import model_options
 from typer.testing import CliRunner
 
 from agent_s.bench.runner import RunOptions, run_suite, task_folder
@@ -134,14 +135,7 @@ def test_agent_policy_with_a_scripted_model(tmp_path: Path) -> None:
             "os",
             "--policy",
             "agent",
-            "--provider",
-            "openai-compatible",
-            "--model",
-            "scripted-model",
-            "--base-url",
-            server.openai_base_url,
-            "--api-key",
-            "sk-test-secret-key",
+            *model_options(server.openai_base_url, key="sk-test-secret-key"),
             "--max-steps",
             "5",
             "--results",

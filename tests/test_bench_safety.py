@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from scripted_cli import model_options
 from typer.testing import CliRunner
 
 from agent_s.bench.tasks import load_suite
@@ -47,12 +48,7 @@ def bench(server: ScriptedModelServer, index: Path, results: Path, *extra: str) 
         str(index),
         "--policy",
         "agent",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
+        *model_options(server.openai_base_url),
         "--max-steps",
         "5",
         "--results",

@@ -23,6 +23,7 @@ import pytest
 from escapes import outside_tmp
 from PIL import Image
 from ray_cluster import ray_cluster
+from scripted_cli import key_file, model_options
 
 from agent_s.bestofn.judge import Candidate, Judge, parse_pick
 from agent_s.bestofn.narrative import changed_regions, narrate_steps
@@ -123,19 +124,7 @@ def fixed(text: str) -> Callable[[RecordedRequest], Step]:
 
 
 def _model_args(tmp_path: Path, url: str) -> list[str]:
-    key = tmp_path / "key"
-    key.write_text("sk-best-of-SECRET\n")
-    key.chmod(0o600)
-    return [
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--api-key-file",
-        str(key),
-        "--base-url",
-        url,
-    ]
+    return model_options(url, key=key_file(tmp_path, "sk-best-of-SECRET"))
 
 
 def _agent_s(args: list[str], timeout: float = 400) -> subprocess.CompletedProcess[str]:
@@ -374,14 +363,7 @@ def _bench_run(tmp_path: Path, server: ScriptedModelServer, *extra: str) -> dict
         str(_notes_suite(tmp_path)),
         "--policy",
         "agent",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        "sk-test-secret-key",
+        *model_options(server.openai_base_url, key="sk-test-secret-key"),
         "--max-steps",
         "4",
         "--results",

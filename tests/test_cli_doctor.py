@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripted_cli import model_options
 from typer.testing import CliRunner
 
 from agent_s.cli.main import app
@@ -196,17 +197,7 @@ def test_the_doctor_command_prints_one_line_per_model_check() -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     env: dict[str, str | None] = {key: None for key in _MODEL_VARIABLES}
     env.update(DISPLAY=None, DBUS_SESSION_BUS_ADDRESS=None, COLUMNS="300")  # no wrapping
-    args = [
-        "doctor",
-        "--model",
-        "scripted-model",
-        "--provider",
-        "openai-compatible",
-        "--base-url",
-        url,
-        "--timeout",
-        "5",
-    ]
+    args = ["doctor", *model_options(url), "--timeout", "5"]
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 1
     lines = [line for line in result.stdout.splitlines() if " model " in f" {line} "]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
+from scripted_cli import UNREACHABLE, key_file, model_options
 
 from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import reply
@@ -27,13 +28,6 @@ _CLEAN = {
     if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
 }
 _NO_DISPLAY = {**_CLEAN, "DISPLAY": ":999"}  # a display that does not exist: never touched
-_MODEL = [
-    "--provider",
-    "openai-compatible",
-    "--model",
-    "scripted-model",
-    "--api-key-file",
-]
 
 
 def act(code: str) -> str:
@@ -50,11 +44,8 @@ def _agent_s(
     return done
 
 
-def _model(tmp_path: Path, url: str = "http://127.0.0.1:9/v1") -> list[str]:
-    key = tmp_path / "key"
-    key.write_text("sk-first-hour-SECRET\n")
-    key.chmod(0o600)
-    return [*_MODEL, str(key), "--base-url", url]
+def _model(tmp_path: Path, url: str = UNREACHABLE) -> list[str]:
+    return model_options(url, key=key_file(tmp_path, "sk-first-hour-SECRET"))
 
 
 def _lines(text: str) -> list[str]:
@@ -577,7 +568,7 @@ def test_a_home_that_cannot_be_written_takes_one_fix(tmp_path: Path) -> None:
     env["HOME"] = "/nonexistent"  # nobody's HOME: it cannot be made
     env["AGENT_S_COMPATIBLE_API_KEY"] = "sk-first-hour-SECRET"
     with ScriptedModelServer([]) as server:
-        model = [*_MODEL[:-1], "--base-url", server.openai_base_url]
+        model = model_options(server.openai_base_url)
         done = _as_nobody(["run", *model, "--virtual", "--safety", "auto", "x"], env)
     assert done.returncode == 2, done.stderr
     (line,) = _lines(done.stderr)

@@ -25,6 +25,7 @@ import pexpect
 import psutil
 import pytest
 from PIL import Image
+from scripted_cli import key_file, run_options
 
 from agent_s.desktop.virtual import marked_processes
 from agent_s.record.trajectory import load_trajectory
@@ -64,24 +65,8 @@ def environment(tmp_path: Path, desktop: Any = None, **extra: str) -> dict[str, 
 
 
 def model_args(server: ScriptedModelServer, tmp_path: Path) -> list[str]:
-    key = tmp_path / "key"
-    key.write_text("sk-pty-SECRET\n")
-    key.chmod(0o600)
-    return [
-        "run",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key-file",
-        str(key),
-        "--ground",
-        "native",
-        "--record",
-        str(tmp_path / "runs"),
-    ]
+    key = key_file(tmp_path, "sk-pty-SECRET")
+    return run_options(server.openai_base_url, tmp_path / "runs", key=key)
 
 
 class Terminal:

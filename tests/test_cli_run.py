@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_cli import run_options
 from typer.testing import CliRunner
 
 from agent_s.cli.main import app
@@ -48,22 +49,7 @@ def test_without_a_key_for_a_hosted_api_it_exits_2() -> None:
 
 
 def _cli(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        KEY,
-        "--ground",
-        "native",
-        "--record",
-        str(tmp_path),
-        *extra,
-    ]
+    return [*run_options(server.openai_base_url, tmp_path, key=KEY), *extra]
 
 
 @pytest.mark.usefixtures("desktop")

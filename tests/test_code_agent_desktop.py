@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_cli import run_options
 from typer.testing import CliRunner
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
@@ -110,22 +111,7 @@ def test_the_code_agent_edits_a_csv_and_the_worker_sees_it_on_screen(
 
 
 def _cli(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        "sk-cli-key",
-        "--ground",
-        "native",
-        "--record",
-        str(tmp_path / "runs"),
-        *extra,
-    ]
+    return [*run_options(server.openai_base_url, tmp_path / "runs", key="sk-cli-key"), *extra]
 
 
 def _config(tmp_path: Path, work: Path) -> dict[str, str]:

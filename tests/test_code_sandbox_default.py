@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from escapes import broken_bwrap, outside_tmp
+from scripted_cli import model_options
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.coding.runner import sandbox_problem
@@ -91,14 +92,7 @@ def _run(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
     return [
         AGENT_S,
         "run",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        "sk-default-sandbox",
+        *model_options(server.openai_base_url, key="sk-default-sandbox"),
         "--ground",
         "native",
         "--safety",

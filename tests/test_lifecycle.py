@@ -27,6 +27,7 @@ import psutil
 import pytest
 import Xlib.display
 import Xlib.XK
+from scripted_cli import model_options
 
 from agent_s import lifecycle
 from agent_s.bench.tasks import load_suite
@@ -210,14 +211,7 @@ def _run_argv(server: ScriptedModelServer, runs: Path) -> list[str]:
         AGENT_S,
         "run",
         "--virtual",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        "sk-lifecycle-key",
+        *model_options(server.openai_base_url, key="sk-lifecycle-key"),
         "--ground",
         "native",
         "--record",

@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 import pytest
 from polling import wait_until
+from scripted_cli import model_options
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.bench.chrome import DevTools, Page, free_port
@@ -739,12 +740,7 @@ def test_view_needs_a_virtual_desktop() -> None:
             "run",
             "x",
             "--view",
-            "--model",
-            "m",
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
+            *model_options(),
         ],
         env={**os.environ, "OPENAI_API_KEY": KEY},
         capture_output=True,
@@ -778,12 +774,7 @@ def test_bench_run_view_serves_the_chosen_task(tmp_path: Path, chromium: DevTool
             str(index),
             "--policy",
             "agent",
-            "--provider",
-            "openai-compatible",
-            "--model",
-            "scripted-model",
-            "--base-url",
-            server.openai_base_url,
+            *model_options(server.openai_base_url),
             "--max-steps",
             "40",
             "--results",

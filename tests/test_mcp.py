@@ -24,6 +24,7 @@ import psutil
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from PIL import Image
+from scripted_cli import UNREACHABLE, key_file, model_options
 from test_mcp_auth import http_session
 
 from agent_s.record.trajectory import find_secrets
@@ -49,20 +50,8 @@ def _env(tmp_path: Path, desktop: Any | None, **extra: str) -> dict[str, str]:
 
 
 def _model_args(tmp_path: Path, server: ScriptedModelServer | None) -> list[str]:
-    key = tmp_path / "key"
-    key.write_text(KEY + "\n")
-    key.chmod(0o600)
-    url = server.openai_base_url if server is not None else "http://127.0.0.1:9/v1"
-    return [
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        url,
-        "--api-key-file",
-        str(key),
-    ]
+    url = server.openai_base_url if server is not None else UNREACHABLE
+    return model_options(url, key=key_file(tmp_path, KEY))
 
 
 def _elicitation(answer: Elicit, asked: list[str]) -> Any:

@@ -30,6 +30,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from polling import wait_until
+from scripted_cli import key_file
 
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
@@ -94,9 +95,7 @@ class Served:
 @contextmanager
 def served(tmp_path: Path, env: dict[str, str], *extra: str) -> Iterator[Served]:
     record = tmp_path / "runs"
-    key = tmp_path / "key"
-    key.write_text(KEY + "\n")
-    key.chmod(0o600)
+    key = key_file(tmp_path, KEY)
     argv = [AGENT_S, "mcp", "--transport", "http", "--port", "0", "--api-key-file", str(key)]
     proc = subprocess.Popen(
         [*argv, *extra],

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_cli import model_options
 from typer.testing import CliRunner
 
 from agent_s.actions import CallCodeAgentAction, DoneAction
@@ -99,14 +100,7 @@ def _run(
 ) -> dict[str, Any]:
     argv = [
         "run",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        KEY,
+        *model_options(server.openai_base_url, key=KEY),
         "--ground",
         "native",
         "--safety",
@@ -316,14 +310,7 @@ def _bench(server: ScriptedModelServer, index: Path, results: Path, *args: str) 
         str(index),
         "--policy",
         "agent",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--api-key",
-        KEY,
+        *model_options(server.openai_base_url, key=KEY),
         "--max-steps",
         "4",
         "--plan",

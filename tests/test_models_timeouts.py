@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_cli import run_options
 
 from agent_s.models import Message, ModelRequest, RetryPolicy, Timeout, build_provider
 from agent_s.models._common import MAX_TEXT_CHARS, clip_text
@@ -36,10 +37,8 @@ def _agent_s(
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     args = [
         AGENT_S,
-        "run",
-        *("--provider", "openai-compatible", "--model", "scripted-model"),
-        *("--base-url", server.openai_base_url, "--ground", "native"),
-        *("--record", str(tmp_path), "--no-reflection", "--json", *extra, "Open the editor"),
+        *run_options(server.openai_base_url, tmp_path),
+        *("--no-reflection", "--json", *extra, "Open the editor"),
     ]
     start = time.monotonic()
     done = subprocess.run(

@@ -18,6 +18,7 @@ import pytest
 import Xlib.display
 import Xlib.error
 import Xlib.X
+from scripted_cli import key_file, model_options
 from typer.testing import CliRunner
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
@@ -391,12 +392,7 @@ def test_the_cli_refuses_a_bad_virtual_layout_before_starting_anything() -> None
         [
             "run",
             "x",
-            "--model",
-            "m",
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
+            *model_options(),
             "--virtual",
             "--virtual-monitors",
             "800",
@@ -410,12 +406,7 @@ def test_the_cli_refuses_a_bad_virtual_layout_before_starting_anything() -> None
         [
             "run",
             "x",
-            "--model",
-            "m",
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
+            *model_options(),
             "--monitor",
             "left",
         ],
@@ -428,8 +419,7 @@ def test_the_cli_refuses_a_bad_virtual_layout_before_starting_anything() -> None
 def test_agent_s_run_on_a_virtual_desktop_with_two_monitors(tmp_path: Path) -> None:
     """``--virtual --virtual-monitors`` starts the monitors; ``--monitor active`` captures the
     calculator's; the click by name lands on it: the check reads 7 off the clipboard."""
-    key = tmp_path / "key"
-    key.write_text("sk-monitors-SECRET\n")
+    key = key_file(tmp_path, "sk-monitors-SECRET")
     script = [
         reply(act('agent.open("galculator")')),
         reply(act("agent.wait(2)")),
@@ -444,14 +434,7 @@ def test_agent_s_run_on_a_virtual_desktop_with_two_monitors(tmp_path: Path) -> N
             [
                 str(Path(sys.executable).parent / "agent-s"),
                 "run",
-                "--provider",
-                "openai-compatible",
-                "--model",
-                "scripted-model",
-                "--api-key-file",
-                str(key),
-                "--base-url",
-                server.openai_base_url,
+                *model_options(server.openai_base_url, key=key),
                 "--virtual",
                 "--virtual-monitors",
                 "900x700,700x500+900+260",

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
 from agent_s.cli.main import app
 from agent_s.grounding import AccessibilityTree
-from agent_s.replay.player import replay, script_of, window_key
+from agent_s.replay.player import Replayer, Script, replay, script_of, window_key
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
@@ -211,6 +211,15 @@ def test_window_names_compare_without_the_modified_mark_and_numbers() -> None:
     assert window_key("Mousepad: /tmp/todo.txt - Mousepad") != window_key(
         "Mousepad: /tmp/notes.txt - Mousepad"
     )
+
+
+def test_a_replay_option_not_known_is_refused_by_name(x11: Any) -> None:
+    """``replay``, ``Workflow.run`` and ``Replayer`` take the same options (``ReplayOptions``):
+    a misspelt one is an error naming it, before anything is replayed."""
+    with pytest.raises(TypeError, match="unexpected keyword arguments: wait$"):
+        Replayer(x11, wait=1.0)
+    with pytest.raises(TypeError, match="unexpected keyword arguments: heals$"):
+        replay(Script(task="nothing", steps=()), x11, heals=True)
 
 
 NEW_LIST = "Write milk and eggs in a new document and save it as {path}"

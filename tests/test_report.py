@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageOps
+from scripted_cli import key_file, model_options
 from typer.testing import CliRunner
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus
@@ -709,13 +710,6 @@ def test_open_without_a_desktop_says_so_and_keeps_the_report(tmp_path: Path) -> 
 _NO_DISPLAY = {k: v for k, v in _CLEAN.items() if k not in ("DISPLAY", "XAUTHORITY")}
 
 
-def _scripted_key(folder: Path) -> Path:
-    key = folder / "key"
-    key.write_text("sk-report-best-of\n")
-    key.chmod(0o600)
-    return key
-
-
 def _write_word(word: str) -> str:
     """Type a command that writes ``word`` into ~/result.txt and retitles the terminal."""
     command = f"echo {word} > ~/result.txt; echo -ne '\\\\033]2;wrote {word}\\\\007'"
@@ -737,8 +731,8 @@ def best_of_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunResu
         reply("ATTEMPT: 2\nREASON: its terminal shows <b>good</b> written to the file"),
     ]
     with ScriptedModelServer(script) as server:
-        argv = [AGENT_S, "run", "--provider", "openai-compatible", "--model", "scripted-model"]
-        argv += ["--api-key-file", str(_scripted_key(work)), "--base-url", server.openai_base_url]
+        key = key_file(work, "sk-report-best-of")
+        argv = [AGENT_S, "run", *model_options(server.openai_base_url, key=key)]
         argv += ["--virtual", "--best-of", "2", "--workers", "1", "--safety", "auto"]
         argv += ["--max-steps", "6", "--record", str(work / "runs"), "--json"]
         argv += ["--check", "grep -qx good ~/result.txt", "Write the word good into ~/result.txt"]
@@ -874,8 +868,7 @@ def test_a_best_of_bench_task_shows_the_scores_the_pick_and_each_attempt(tmp_pat
     results = tmp_path / "results"
     with ScriptedModelServer(script) as server:
         argv = ["bench", "run", str(suite), "--policy", "agent"]
-        argv += ["--provider", "openai-compatible", "--model", "scripted-model"]
-        argv += ["--base-url", server.openai_base_url, "--api-key", "sk-report-bench"]
+        argv += model_options(server.openai_base_url, key="sk-report-bench")
         argv += ["--max-steps", "4", "--results", str(results), "--best-of", "2"]
         argv += ["--workers", "1", "--json"]
         ran = CliRunner().invoke(app, argv)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
+from scripted_cli import run_options
 from typer.testing import CliRunner
 
 from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig, RunStatus, load_trajectory
@@ -286,21 +287,7 @@ def test_a_secret_in_a_window_is_redacted_from_the_accessibility_snapshot(
 
 
 def _cli(server: ScriptedModelServer, tmp_path: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted-model",
-        "--base-url",
-        server.openai_base_url,
-        "--ground",
-        "native",
-        "--record",
-        str(tmp_path),
-        "--json",
-        *extra,
-    ]
+    return [*run_options(server.openai_base_url, tmp_path), "--json", *extra]
 
 
 def test_api_key_leaves_the_command_line_at_once(tmp_path: Path, desktop: Any) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_cli import run_options
 from typer.testing import CliRunner
 
 from agent_s import AgentConfig, GroundingConfig, ModelConfig
@@ -424,21 +425,7 @@ def test_a_profile_price_from_the_file_is_what_agent_s_run_charges(tmp_path: Pat
     config.write_text('[profiles."scripted-*"]\ninput_price = 10.0\noutput_price = 20.0\n')
     script = [reply(act("agent.done()"), input_tokens=1000, output_tokens=100)]
     with ScriptedModelServer(script) as server:
-        argv = [
-            "run",
-            "--provider",
-            "openai-compatible",
-            "--model",
-            "scripted-model",
-            "--base-url",
-            server.openai_base_url,
-            "--ground",
-            "native",
-            "--record",
-            str(tmp_path / "runs"),
-            "--json",
-            "Look around",
-        ]
+        argv = [*run_options(server.openai_base_url, tmp_path / "runs"), "--json", "Look around"]
         result = CliRunner().invoke(app, argv, env={"AGENT_S_CONFIG": str(config)})
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

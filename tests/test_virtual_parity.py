@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_cli import key_file, model_options
 
 from agent_s.desktop.virtual import VirtualDesktop
 from agent_s.record.trajectory import load_trajectory
@@ -68,9 +69,7 @@ def _script() -> list[Step]:
 def _run(tmp_path: Path, env: dict[str, str], *, virtual: bool) -> tuple[Any, dict[str, str]]:
     """Run the task with ``agent-s run``; (the trajectory, what the check command recorded)."""
     tmp_path.mkdir()
-    key = tmp_path / "key"
-    key.write_text("sk-parity\n")
-    key.chmod(0o600)
+    key = key_file(tmp_path, "sk-parity")
     out = tmp_path / "seen"
     out.mkdir()
     (config := tmp_path / "config.toml").write_text("")  # no user's configuration file
@@ -79,14 +78,7 @@ def _run(tmp_path: Path, env: dict[str, str], *, virtual: bool) -> tuple[Any, di
             [
                 AGENT_S,
                 "run",
-                "--provider",
-                "openai-compatible",
-                "--model",
-                "scripted-model",
-                "--api-key-file",
-                str(key),
-                "--base-url",
-                server.openai_base_url,
+                *model_options(server.openai_base_url, key=key),
                 "--safety",
                 "auto",
                 "--no-code-agent",

@@ -48,9 +48,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import Unpack
 
 from agent_s.actions import (
     Action,
@@ -395,25 +396,43 @@ class _Progress:
         return self.steps[-1].step + 1 if self.steps else 1
 
 
+class ReplayOptions(TypedDict, total=False):
+    """How a replay goes: the keyword arguments of ``Replayer``, ``replay`` and ``Workflow.run``.
+
+    ``model``: only for ``heal`` (and recorded code-agent steps); without one (the default)
+    nothing can call a model. ``settings``: the agent's (default ``AgentConfig()``);
+    ``settings.record_dir`` is where the new run folder goes (None: not recorded).
+    ``grounding``: default ``GroundingConfig()``. ``heal``: hand the rest of the task to the
+    agent where the replay diverges (default off; needs ``model``). ``approver``: asked about
+    what the safety gate holds (default none). ``wait_seconds``: how long a step waits for its
+    recorded window (default ``WAIT_SECONDS``). ``on_step``, ``on_divergence``: called with
+    each step of the new run, and with the divergence."""
+
+    model: ModelConfig | None
+    settings: AgentConfig | None
+    grounding: GroundingConfig | None
+    heal: bool
+    approver: Approver | None
+    wait_seconds: float
+    on_step: Callable[[Step], None] | None
+    on_divergence: Callable[[Divergence], None] | None
+
+
 class Replayer:
     """Carries out a ``Script`` through an agent (see the module docstring). ``backend``: the
-    desktop; None, as for ``Agent``: this session's (``Agent.backend``)."""
+    desktop; None, as for ``Agent``: this session's (``Agent.backend``); the rest:
+    ``ReplayOptions``."""
 
     def __init__(
-        self,
-        backend: DesktopBackend | None = None,
-        *,
-        model: ModelConfig | None = None,
-        settings: AgentConfig | None = None,
-        grounding: GroundingConfig | None = None,
-        heal: bool = False,
-        approver: Approver | None = None,
-        wait_seconds: float = WAIT_SECONDS,
-        on_step: Callable[[Step], None] | None = None,
-        on_divergence: Callable[[Divergence], None] | None = None,
+        self, backend: DesktopBackend | None = None, **options: Unpack[ReplayOptions]
     ) -> None:
         from agent_s.loop.agent import Agent
 
+        unknown = sorted(set(options) - ReplayOptions.__optional_keys__)
+        if unknown:  # as a function with these keyword parameters would say
+            raise TypeError(f"unexpected keyword arguments: {', '.join(unknown)}")
+        model, heal = options.get("model"), options.get("heal", False)
+        grounding, settings = options.get("grounding"), options.get("settings")
         if heal and model is None:
             raise ValueError(
                 "--heal needs a model to hand the rest of the task to: pass --model (and "
@@ -421,8 +440,8 @@ class Replayer:
             )
         self.heal = heal
         self.has_model = model is not None
-        self.wait_seconds = wait_seconds
-        self.on_divergence = on_divergence
+        self.wait_seconds = options.get("wait_seconds", WAIT_SECONDS)
+        self.on_divergence = options.get("on_divergence")
         self.grounding = grounding or GroundingConfig()
         self.grounder = _grounder(self.grounding)
         self.settings = settings or AgentConfig()
@@ -433,8 +452,8 @@ class Replayer:
             grounding=self.grounding,
             backend=backend,
             grounder=self.grounder,
-            approver=approver,
-            on_step=on_step,
+            approver=options.get("approver"),
+            on_step=options.get("on_step"),
         )
 
     @property
@@ -680,39 +699,21 @@ def replay(
     run_dir: Path | str | Script,
     backend: DesktopBackend | None = None,
     *,
-    model: ModelConfig | None = None,
-    settings: AgentConfig | None = None,
-    grounding: GroundingConfig | None = None,
-    heal: bool = False,
     postcondition: Postcondition | None = None,
-    approver: Approver | None = None,
-    wait_seconds: float = WAIT_SECONDS,
-    on_step: Callable[[Step], None] | None = None,
-    on_divergence: Callable[[Divergence], None] | None = None,
+    **options: Unpack[ReplayOptions],
 ) -> ReplayResult:
     """Replay the run recorded in ``run_dir`` (or a ``Script``) on ``backend`` (None: this
-    session's desktop, as for ``Agent``). ``model``: only
-    for ``heal`` (and recorded code-agent steps); without one nothing can call a model.
-    ``settings.record_dir``: where the new run folder goes (None: not recorded)."""
+    session's desktop, as for ``Agent``), as ``options`` say (``ReplayOptions``: the model, only
+    to ``heal``; the settings, whose ``record_dir`` is where the new run folder goes)."""
     script = run_dir if isinstance(run_dir, Script) else script_of(run_dir)
-    replayer = Replayer(
-        backend,
-        model=model,
-        settings=settings,
-        grounding=grounding,
-        heal=heal,
-        approver=approver,
-        wait_seconds=wait_seconds,
-        on_step=on_step,
-        on_divergence=on_divergence,
-    )
-    return replayer.run(script, postcondition)
+    return Replayer(backend, **options).run(script, postcondition)
 
 
 __all__ = [
     "WAIT_SECONDS",
     "Divergence",
     "DivergenceKind",
+    "ReplayOptions",
     "ReplayResult",
     "ReplayStatus",
     "Replayer",

@@ -32,11 +32,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Unpack
 
 from agent_s.actions import TypeAction
 from agent_s.desktop.base import DesktopBackend, desktop_home
@@ -44,19 +45,15 @@ from agent_s.memory.entries import Provenance, Skill
 from agent_s.memory.parameters import extract_parameters, instantiate
 from agent_s.memory.store import MemoryStore, StoredWorkflow, check_workflow_name
 from agent_s.record.result import Postcondition, RunStatus
-from agent_s.record.step import Step
 from agent_s.record.trajectory import load_trajectory
 from agent_s.replay.player import (
-    WAIT_SECONDS,
-    Divergence,
     Replayer,
+    ReplayOptions,
     ReplayResult,
     Script,
     ScriptStep,
     script_of,
 )
-from agent_s.safety.gate import Approver
-from agent_s.settings.config import AgentConfig, GroundingConfig, ModelConfig
 
 
 class Workflow(BaseModel):
@@ -185,31 +182,14 @@ class Workflow(BaseModel):
         params: Mapping[str, str] | None = None,
         *,
         backend: DesktopBackend | None = None,
-        model: ModelConfig | None = None,
-        settings: AgentConfig | None = None,
-        grounding: GroundingConfig | None = None,
-        heal: bool = False,
         postcondition: Postcondition | None = None,
-        approver: Approver | None = None,
-        wait_seconds: float = WAIT_SECONDS,
-        on_step: Callable[[Step], None] | None = None,
-        on_divergence: Callable[[Divergence], None] | None = None,
+        **options: Unpack[ReplayOptions],
     ) -> ReplayResult:
         """Replay the workflow with ``params`` (new values by parameter name) on ``backend``;
         unless one is given, this session's desktop, as ``Agent`` picks it (``Agent.backend``).
-        A value starting with ``~`` is a path in that desktop's HOME. See
-        ``agent_s.replay.player.replay`` for the rest."""
-        replayer = Replayer(
-            backend,
-            model=model,
-            settings=settings,
-            grounding=grounding,
-            heal=heal,
-            approver=approver,
-            wait_seconds=wait_seconds,
-            on_step=on_step,
-            on_divergence=on_divergence,
-        )
+        A value starting with ``~`` is a path in that desktop's HOME. ``options``: as for
+        ``agent_s.replay.player.replay`` (``ReplayOptions``)."""
+        replayer = Replayer(backend, **options)
         script = self.with_values(params or {}, home=desktop_home(replayer.backend))
         return replayer.run(script, postcondition)
 
