@@ -11,6 +11,9 @@ Names are imported on first use, so ``import agent_s`` needs neither a display n
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,18 +22,41 @@ from agent_s import _moved
 __version__ = "0.1.0"
 
 
+class _Checkout(importlib.abc.MetaPathFinder):
+    """``agent_s.cli``, ``agent_s.grounding`` and ``agent_s.prompts`` in a source checkout: the
+    folders cli/, grounding/ and prompts/ beside agent_s/ (those three names only: nothing else
+    of the checkout becomes part of the package)."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = top
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        parent, _, name = fullname.rpartition(".")
+        if parent != __name__ or name not in _SIBLINGS:
+            return None
+        folder = self.top / name
+        init = folder / "__init__.py"
+        return importlib.util.spec_from_file_location(
+            fullname, init, submodule_search_locations=[str(folder)]
+        )
+
+
+_SIBLINGS = ("cli", "grounding", "prompts")
+
+
 def _checkout_subpackages() -> None:
     """In a source checkout, find ``agent_s.cli``/``.grounding``/``.prompts`` beside agent_s/.
 
     The repository keeps cli/, grounding/ and prompts/ at its top level (the design card's
     layout) and installs them under ``agent_s``. When ``agent_s`` is imported from a checkout
     (``python -m`` or ``python -c`` run inside it puts the checkout first on sys.path), the
-    checkout's folder is searched for those subpackages too. An installed package has no such
+    checkout's folders are found for those subpackages too. An installed package has no such
     siblings, so there this does nothing.
     """
     top = Path(__file__).resolve().parent.parent
-    if (top / "pyproject.toml").is_file() and (top / "grounding" / "__init__.py").is_file():
-        __path__.append(str(top))  # noqa: F821 - the package's own search path
+    checkout = (top / "pyproject.toml").is_file() and (top / "grounding" / "__init__.py").is_file()
+    if checkout and not any(isinstance(f, _Checkout) for f in sys.meta_path):
+        sys.meta_path.append(_Checkout(top))
 
 
 _checkout_subpackages()

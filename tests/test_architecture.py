@@ -268,3 +268,23 @@ def test_a_desktop_backend_writes_only_its_primitives() -> None:
 
     with pytest.raises(TypeError, match="_pointer_to"):
         Half(env={})  # type: ignore[abstract]
+
+
+def test_the_package_holds_only_its_own_modules() -> None:
+    """In a checkout, cli/, grounding/ and prompts/ join the package and nothing else of it:
+    no second copy of agent_s inside itself, so walking the package ends."""
+    code = (
+        "import agent_s, importlib, pkgutil\n"
+        "names = {m.name for m in pkgutil.walk_packages(agent_s.__path__, 'agent_s.')}\n"
+        "assert 'agent_s.loop.agent' in names, names\n"
+        "import agent_s.cli.main, agent_s.grounding.chain, agent_s.prompts\n"
+        "assert not any(n.startswith(('agent_s.agent_s', 'agent_s.tests')) for n in names)\n"
+        "try:\n"
+        "    importlib.import_module('agent_s.agent_s')\n"
+        "except ModuleNotFoundError:\n"
+        "    print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
