@@ -479,10 +479,16 @@ def toolkit_scales(elements: Sequence[Element], windows: Sequence[WindowInfo]) -
 
 
 def _on_screen(element: Element, observation: Observation, chain: CoordinateChain) -> bool:
-    """On the screenshot, and not covered by another application's window."""
+    """On the screenshot, of an application that has a window open (one that just closed can
+    linger on the accessibility bus with its old extents), and not covered by another
+    application's window."""
     if not chain.shows(element.box.center):
         return False
-    top = matching.window_at(element.box, observation.windows)
+    windows = observation.windows
+    pids = {w.pid for w in windows}
+    if element.pid and windows and None not in pids and element.pid not in pids:
+        return False
+    top = matching.window_at(element.box, windows)
     return top is None or top.pid is None or not element.pid or top.pid == element.pid
 
 

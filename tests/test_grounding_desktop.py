@@ -276,3 +276,22 @@ def test_accessibility_without_a_bus_says_so() -> None:
         check=False,
     )
     assert done.stdout.strip() == "no D-Bus session bus", done.stderr
+
+
+def test_an_application_with_no_window_open_is_not_grounded_on(apps: Any, x11: Any) -> None:
+    """An application that just closed can linger on the accessibility bus with its old
+    extents: an element of a process with no window listed is never a target (a click there
+    would land on whatever is now in its place)."""
+    calculator = apps(["galculator"], window="galculator").window
+    demo = apps(["mousepad"], window="mousepad").window  # another application's window
+    subprocess.run(  # away from the calculator: nothing covers its buttons
+        ["xdotool", "windowmove", str(demo.id), "700", "420"], env=x11.env, check=True, timeout=10
+    )
+    x11.activate("galculator")
+    seen = _observe(x11)
+    assert AccessibilityGrounder().ground("the 7 button", seen).details["name"] == "7"
+    others = tuple(w for w in seen.windows if w.pid != calculator.pid)
+    assert others
+    gone = Observation(seen.screenshot, others, seen.geometry)  # as if its window had closed
+    with pytest.raises(NotFound):
+        AccessibilityGrounder().ground("the 7 button", gone)
