@@ -509,11 +509,9 @@ def test_moving_the_pointer_during_a_wait_pauses_the_run(
 # -- the command line ----------------------------------------------------------------------------
 
 
-def start_cli_view(
-    server: ScriptedModelServer, tmp_path: Path, max_steps: str
-) -> tuple[subprocess.Popen[str], str, list[str]]:
-    """``agent-s run --virtual --view`` against ``server``, and the view's URL once printed
-    (with the stderr lines up to it)."""
+def cli_view_env(server: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
+    """The environment of an ``agent-s run`` whose model is ``server``: no session display,
+    no AGENT_S_* of the caller's, HOME in ``tmp_path``."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -527,6 +525,15 @@ def start_cli_view(
         HOME=str(tmp_path),
         COLUMNS="300",
     )
+    return env
+
+
+def start_cli_view(
+    server: ScriptedModelServer, tmp_path: Path, max_steps: str
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """``agent-s run --virtual --view`` against ``server``, and the view's URL once printed
+    (with the stderr lines up to it)."""
+    env = cli_view_env(server, tmp_path)
     proc = subprocess.Popen(
         [AGENT_S, "run", "wait a while", "--virtual", "--view", "--max-steps", max_steps],
         env=env,
@@ -623,20 +630,8 @@ def test_cli_view_shows_the_plan_its_subtasks_checks_switch_and_replan(
             return script[request.index - 1]
         return reply(act("agent.wait(1)"))  # the watch subtask, until Stop
 
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
-    }
     with ScriptedModelServer(answer) as server:
-        env.update(
-            AGENT_S_BASE_URL=server.openai_base_url,
-            AGENT_S_PROVIDER="openai-compatible",
-            AGENT_S_MODEL="scripted-model",
-            OPENAI_API_KEY=KEY,
-            HOME=str(tmp_path),
-            COLUMNS="300",
-        )
+        env = cli_view_env(server, tmp_path)
         argv = [AGENT_S, "run", "Put total,200 into report.csv", "--virtual", "--view"]
         argv += ["--plan", "always", "--code-agent", "--safety", "auto", "--max-steps", "40"]
         # the code writes into this test's folder, outside the virtual desktop's HOME, which
