@@ -483,6 +483,12 @@ class MemoryStore:
         ).fetchall()
         return [self._stored_workflow(row) for row in rows]
 
+    def workflow_names(self) -> list[str]:
+        """The name of every stored workflow, sorted (each read with ``workflow``: one whose
+        body no longer matches its hash raises there, not here)."""
+        rows = self._db.execute("SELECT name FROM workflows ORDER BY name").fetchall()
+        return [str(name) for (name,) in rows]
+
     def forget_workflow(self, name: str) -> bool:
         """Delete the workflow ``name``; whether there was one."""
         with self._write():

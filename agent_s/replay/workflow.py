@@ -22,8 +22,11 @@ read where the recorded value started with ``~`` too.
 
 Only a run that succeeded can be saved; its provenance names the run, the date, the model and
 the task (``Provenance``), and is unverified: what a run folder says of its own check is a
-claim in a file, not a check this store saw pass. A stored workflow is verified only when the
-store's key sealed it so (``agent_s.guards.trust``): a workflow edited in the file, body and hash
+claim in a file, not a check this store saw pass. The caller that saw the run's check of the
+user's (or an evaluator's) pass says so (``from_run(..., verified=True)``: ``agent-s run
+--check ... --save-workflow NAME``); only such a workflow is reused by a later run whose task
+matches it (``agent_s.replay.reuse``). A stored workflow is verified only when the store's key
+sealed it so (``agent_s.guards.trust``): a workflow edited in the file, body and hash
 together, loads as unverified.
 """
 
@@ -73,8 +76,12 @@ class Workflow(BaseModel):
     # -- making one --
 
     @classmethod
-    def from_run(cls, run_dir: Path | str, name: str) -> Workflow:
-        """The workflow of a successful recorded run (ValueError for any other run)."""
+    def from_run(cls, run_dir: Path | str, name: str, *, verified: bool = False) -> Workflow:
+        """The workflow of a successful recorded run (ValueError for any other run).
+        ``verified``: the caller saw a check of the user's or an evaluator's pass for this
+        very run (its ``RunResult.verified``, a benchmark evaluator's full score): the
+        workflow is stored as checked by the user, and ``agent-s run`` may reuse it
+        (``agent_s.replay.reuse``). What the folder says of its own check never counts."""
         check_workflow_name(name)
         trajectory = load_trajectory(run_dir)
         result = trajectory.result
@@ -96,8 +103,8 @@ class Workflow(BaseModel):
             steps=tuple(step.step for step in script.steps),
             model=result.model or script.model or "unknown",
             # a run folder's result.json is a file anyone may have edited: its "verified" is a
-            # claim, not a check this process saw pass, so the workflow is stored unverified
-            verified=False,
+            # claim, not a check this process saw pass; only the caller's word counts
+            verified=verified,
             task=script.task,
         )
         return cls(name=name, script=script, parameters=parameters, provenance=provenance)
