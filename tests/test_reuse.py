@@ -64,11 +64,14 @@ def mousepad(apps: Any, x11: Any, tmp_path: Path) -> Path:
     return doc
 
 
-def run(x11: Any, tmp_path: Path, url: str, text: str, doc: Path, *more: str) -> Any:
-    """``agent-s run`` of the task for ``text``, checked by the file's content, as JSON."""
+def run(
+    x11: Any, tmp_path: Path, url: str, text: str, doc: Path, *more: str, check: bool = True
+) -> Any:
+    """``agent-s run`` of the task for ``text``, as JSON; ``check``: checked by the file's
+    content (a run whose check passed teaches memory a verified skill)."""
     args = ["run", *model_options(url, key=KEY), "--ground", "auto", "--safety", "auto"]
-    args += ["--no-pause-on-input"]
-    args += ["--record", str(tmp_path / "runs"), "--json", "--check", f"grep -qx '{text}' {doc}"]
+    args += ["--no-pause-on-input", "--record", str(tmp_path / "runs"), "--json"]
+    args += ["--check", f"grep -qx '{text}' {doc}"] if check else []
     env = {**_CLEAN, **x11.env, "HOME": str(tmp_path)}
     env["AGENT_S_MEMORY_DB"] = str(tmp_path / "memory.sqlite3")
     return CliRunner().invoke(app, [*args, *more, TASK.format(text)], env=env)
@@ -88,11 +91,13 @@ def saved(doc: Path, text: str) -> bool:
     return poll(lambda: doc.read_text().strip() == text)
 
 
-def by_the_model(x11: Any, tmp_path: Path, doc: Path, text: str, *more: str) -> Any:
+def by_the_model(
+    x11: Any, tmp_path: Path, doc: Path, text: str, *more: str, check: bool = True
+) -> Any:
     """The run of the task for ``text`` when the model does it: its four replies are asked
     for, and the file is saved with ``text``."""
     with ScriptedModelServer(edits(text)) as server:
-        done = run(x11, tmp_path, server.openai_base_url, text, doc, *more)
+        done = run(x11, tmp_path, server.openai_base_url, text, doc, *more, check=check)
         asked = len(server.requests)
     assert done.exit_code == 0, done.output
     assert asked == 4
@@ -147,16 +152,38 @@ def test_a_task_with_new_values_replays_its_verified_workflow_with_no_model_call
     assert page.count('<span class="badge chosen">chosen by the model</span>') == 4
 
 
+def test_a_run_whose_check_passed_teaches_a_skill_a_later_task_replays(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    """No --save-workflow: memory keeps the action sequence of a run whose check passed as a
+    verified skill, and a later task with other values replays it."""
+    doc = mousepad(apps, x11, tmp_path)
+    by_the_model(x11, tmp_path, doc, "buy milk")
+    with ScriptedModelServer([]) as server:
+        again = run(x11, tmp_path, server.openai_base_url, "buy bread", doc)
+    assert again.exit_code == 0, again.output
+    assert server.requests == []
+    assert saved(doc, "buy bread")
+    said = " ".join(again.stderr.split())
+    assert "reuse: reusing the skill of memory entry " in said, said
+    result = result_of(again)
+    assert result["verified"]
+    assert result["model_calls"] == 0
+    assert result["reused"]["workflow"].startswith("skill-")
+    assert chosen(result) == ["replay"] * 4
+
+
 def test_a_workflow_that_is_unverified_or_changed_in_the_file_is_not_reused(
     apps: Any, x11: Any, tmp_path: Path
 ) -> None:
+    """No run here has a check: none teaches memory a verified skill."""
     doc = mousepad(apps, x11, tmp_path)
-    folder = result_of(by_the_model(x11, tmp_path, doc, "buy milk"))["trajectory_dir"]
+    folder = result_of(by_the_model(x11, tmp_path, doc, "buy milk", check=False))["trajectory_dir"]
     db = tmp_path / "memory.sqlite3"
     with MemoryStore(db) as store:  # saved from the folder: what it says of its check is a claim
         Workflow.from_run(folder, "from-folder").save(store)
 
-    unverified = by_the_model(x11, tmp_path, doc, "buy bread")
+    unverified = by_the_model(x11, tmp_path, doc, "buy bread", check=False)
     assert "workflow from-folder matches this task but is not verified" in unverified.stderr
     assert result_of(unverified)["reused"] is None
 
@@ -169,13 +196,13 @@ def test_a_workflow_that_is_unverified_or_changed_in_the_file_is_not_reused(
         body = body.replace("ctrl", "alt")
         sha = hashlib.sha256(body.encode()).hexdigest()
         raw.execute("UPDATE workflows SET body = ?, sha256 = ? WHERE name = 'edited'", (body, sha))
-    edited = by_the_model(x11, tmp_path, doc, "buy tea")
+    edited = by_the_model(x11, tmp_path, doc, "buy tea", check=False)
     assert "workflow edited matches this task but is not verified" in edited.stderr
 
     # and its body changed alone: it no longer matches its hash
     with sqlite3.connect(db) as raw:
         raw.execute("UPDATE workflows SET body = replace(body, 'alt', 'ctrl')")
-    tampered = by_the_model(x11, tmp_path, doc, "buy jam")
+    tampered = by_the_model(x11, tmp_path, doc, "buy jam", check=False)
     assert "not reused: workflow 'edited' does not match its stored sha256" in tampered.stderr
 
 

@@ -380,6 +380,14 @@ class MemoryStore:
             raise KeyError(entry_id)
         return self._entry(row)
 
+    def entry_ids(self, kinds: Iterable[Kind]) -> list[int]:
+        """The ids of the stored entries of these kinds, newest first (each read with ``get``:
+        a skill whose code no longer matches its hash raises there, not here)."""
+        wanted = list(kinds)
+        marks = ", ".join("?" for _ in wanted) or "NULL"
+        sql = f"SELECT id FROM entries WHERE kind IN ({marks}) ORDER BY id DESC"  # noqa: S608 - placeholders
+        return [int(entry_id) for (entry_id,) in self._db.execute(sql, wanted).fetchall()]
+
     def entries(self, kinds: Iterable[Kind] | None = None, limit: int | None = None) -> list[Entry]:
         """Stored entries, newest first."""
         return list(self._iter(kinds, limit))

@@ -13,7 +13,9 @@ times. Only a workflow the store holds as verified is reused: saved from a run w
 the user's (``--check``) or an evaluator's passed in the process that saved it, and sealed by
 the store's key (``agent_s.guards.trust``). A workflow that matches but is unverified (saved
 from a run folder, edited in the file) or tampered with (its body no longer matches its hash)
-is never reused: the run says so, and the model does the task.
+is never reused: the run says so, and the model does the task. Without a workflow, a verified
+skill that is a whole run's action sequence (``agent_s.memory.learn`` keeps one from each run
+whose check passed; ``Workflow.from_skill``) is reused the same way, the newest first.
 
 The reuse is a collaborator of the loop (``agent_s.loop.collaborators``, the ``lead`` point):
 as ``Agent.run`` begins, the workflow's script, with this task's values, is carried out through
@@ -112,29 +114,53 @@ class Match:
 
 
 def find(task: str, store: MemoryStore, say: Callable[[str], None]) -> Match | None:
-    """The verified workflow ``task`` matches (the newest, when several do), or None. A
-    match that cannot be reused (unverified, tampered with) is said, once each, with ``say``."""
-    found: list[Match] = []
+    """The verified workflow ``task`` matches (the newest, when several do), else the newest
+    verified skill of a whole run it matches (``Workflow.from_skill``), or None. A match that
+    cannot be reused (unverified, tampered with) is said with ``say``."""
+    flows: list[Match] = []
     for name in store.workflow_names():
         try:
             flow = Workflow.load(name, store)
         except TamperedEntry as err:
             say(f"not reused: {err}")
             continue
-        values = values_for(flow, task)
-        if values is None:
+        match = _verified(flow, task, say)
+        if match is not None:
+            flows.append(match)
+    if flows:
+        return max(flows, key=lambda match: match.flow.provenance.created)
+    for entry_id in store.entry_ids(["skill"]):  # newest first
+        try:
+            skill = Workflow.from_skill(store.get(entry_id))
+        except TamperedEntry:  # changed in the file: never used (agent-s memory list says so)
             continue
-        if not flow.provenance.verified:
-            say(
-                f"workflow {name} matches this task but is not verified (saved from a run "
-                "folder, or changed outside agent-s): not reused; save one whose check passed "
-                "with agent-s run --check COMMAND --save-workflow NAME"
-            )
-            continue
-        found.append(Match(flow, values))
-    if not found:
+        match = _verified(skill, task, say) if skill is not None else None
+        if match is not None:
+            return match
+    return None
+
+
+def _verified(flow: Workflow, task: str, say: Callable[[str], None]) -> Match | None:
+    """``flow`` with ``task``'s values when the task matches it and it is verified; a match
+    that is not verified is said."""
+    values = values_for(flow, task)
+    if values is None:
         return None
-    return max(found, key=lambda match: match.flow.provenance.created)
+    if not flow.provenance.verified:
+        say(
+            f"{_what(flow)} matches this task but is not verified (checked by "
+            f"{flow.provenance.checked_by}): not reused; keep one whose check passed with "
+            "agent-s run --check COMMAND --save-workflow NAME"
+        )
+        return None
+    return Match(flow, values)
+
+
+def _what(flow: Workflow) -> str:
+    """The workflow, or the skill a workflow was made of, as the user hears of it."""
+    if flow.script.source.startswith("memory entry"):
+        return f"the skill of {flow.script.source} (run {flow.provenance.run_id})"
+    return f"workflow {flow.name}"
 
 
 class Reuse(Collaborator):
@@ -183,7 +209,7 @@ class Reuse(Collaborator):
         shown = ", ".join(f"{k}={v}" for k, v in match.values.items())
         with_values = f" with {shown}" if shown else ""
         self.say(
-            f"reusing workflow {flow.name}{with_values}: its {len(script.steps)} steps are "
+            f"reusing {_what(flow)}{with_values}: its {len(script.steps)} steps are "
             f"replayed first and the model is asked only where they diverge; {_OFF}"
         )
         self.record = {
