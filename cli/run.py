@@ -519,12 +519,13 @@ def run(
         typer.Option(help="With --best-of: comparative (default) | tournament."),
     ] = None,
     reuse: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="auto | off: replay a stored, verified workflow the task matches (its task "
-            "with other values) and ask the model only where it diverges (default auto).",
+            help="auto | skills | off: replay a stored, verified workflow the task matches "
+            "(its task with other values) and ask the model only where it diverges; skills: "
+            "else a verified skill of a whole run (default auto).",
         ),
-    ] = "auto",
+    ] = None,
     save_workflow: Annotated[
         str | None,
         typer.Option(
@@ -609,7 +610,7 @@ def run(
 
         store = open_configured(resolved.memory) if not dry_run else None
         saver = _workflow_saver(out, err, save_workflow, argv, store)
-        reused = reuse_of(reuse, store, say=lambda line: _reuse_line(err, line))
+        reused = reuse_of(reuse or "auto", store, say=lambda line: _reuse_line(err, line))
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
             model_config,
             settings=settings,

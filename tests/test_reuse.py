@@ -156,11 +156,14 @@ def test_a_run_whose_check_passed_teaches_a_skill_a_later_task_replays(
     apps: Any, x11: Any, tmp_path: Path
 ) -> None:
     """No --save-workflow: memory keeps the action sequence of a run whose check passed as a
-    verified skill, and a later task with other values replays it."""
+    verified skill; a later task with other values replays it with --reuse skills, and only
+    then (auto reuses the workflows the user saved)."""
     doc = mousepad(apps, x11, tmp_path)
     by_the_model(x11, tmp_path, doc, "buy milk")
+    auto = by_the_model(x11, tmp_path, doc, "buy tea")
+    assert "reusing" not in auto.stderr
     with ScriptedModelServer([]) as server:
-        again = run(x11, tmp_path, server.openai_base_url, "buy bread", doc)
+        again = run(x11, tmp_path, server.openai_base_url, "buy bread", doc, "--reuse", "skills")
     assert again.exit_code == 0, again.output
     assert server.requests == []
     assert saved(doc, "buy bread")

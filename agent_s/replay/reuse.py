@@ -13,9 +13,12 @@ times. Only a workflow the store holds as verified is reused: saved from a run w
 the user's (``--check``) or an evaluator's passed in the process that saved it, and sealed by
 the store's key (``agent_s.guards.trust``). A workflow that matches but is unverified (saved
 from a run folder, edited in the file) or tampered with (its body no longer matches its hash)
-is never reused: the run says so, and the model does the task. Without a workflow, a verified
-skill that is a whole run's action sequence (``agent_s.memory.learn`` keeps one from each run
-whose check passed; ``Workflow.from_skill``) is reused the same way, the newest first.
+is never reused: the run says so, and the model does the task. With ``skills`` (``--reuse
+skills``), when no workflow matches, a verified skill that is a whole run's action sequence
+(``agent_s.memory.learn`` keeps one from each run whose check passed; ``Workflow.from_skill``)
+is reused the same way, the newest first. It is not the default: every run whose check passed
+leaves one, so a task once checked would be replayed from then on without the user asking,
+and a skill has no recorded windows to wait for.
 
 The reuse is a collaborator of the loop (``agent_s.loop.collaborators``, the ``lead`` point):
 as ``Agent.run`` begins, the workflow's script, with this task's values, is carried out through
@@ -113,10 +116,12 @@ class Match:
     values: Mapping[str, str]
 
 
-def find(task: str, store: MemoryStore, say: Callable[[str], None]) -> Match | None:
-    """The verified workflow ``task`` matches (the newest, when several do), else the newest
-    verified skill of a whole run it matches (``Workflow.from_skill``), or None. A match that
-    cannot be reused (unverified, tampered with) is said with ``say``."""
+def find(
+    task: str, store: MemoryStore, say: Callable[[str], None], *, skills: bool = False
+) -> Match | None:
+    """The verified workflow ``task`` matches (the newest, when several do), else with
+    ``skills`` the newest verified skill of a whole run it matches (``Workflow.from_skill``),
+    or None. A match that cannot be reused (unverified, tampered with) is said with ``say``."""
     flows: list[Match] = []
     for name in store.workflow_names():
         try:
@@ -127,8 +132,8 @@ def find(task: str, store: MemoryStore, say: Callable[[str], None]) -> Match | N
         match = _verified(flow, task, say)
         if match is not None:
             flows.append(match)
-    if flows:
-        return max(flows, key=lambda match: match.flow.provenance.created)
+    if flows or not skills:
+        return max(flows, key=lambda match: match.flow.provenance.created, default=None)
     for entry_id in store.entry_ids(["skill"]):  # newest first
         try:
             skill = Workflow.from_skill(store.get(entry_id))
@@ -167,17 +172,19 @@ class Reuse(Collaborator):
     """The ``Agent`` option that replays a stored, verified workflow the task matches before
     the model is asked (see the module docstring). ``store``: the memory store the workflows
     are in (None: the default one, opened for each run); ``say``: a line for the user (the
-    workflow reused, a match not reused, the divergence); ``wait_seconds``: how long a step
-    waits for its recorded window."""
+    workflow reused, a match not reused, the divergence); ``skills``: reuse a verified skill
+    of a whole run too, when no workflow matches (see the module docstring);
+    ``wait_seconds``: how long a step waits for its recorded window."""
 
     def __init__(
         self,
         store: MemoryStore | None = None,
         *,
         say: Callable[[str], None] | None = None,
+        skills: bool = False,
         wait_seconds: float = WAIT_SECONDS,
     ) -> None:
-        self.store, self.wait_seconds = store, wait_seconds
+        self.store, self.wait_seconds, self.skills = store, wait_seconds, skills
         self.say = say or (lambda line: None)
         self.reset()
 
@@ -201,11 +208,17 @@ class Reuse(Collaborator):
         if agent.settings.dry_run or not self.task:
             return None
         with self._stored() as store:
-            match = find(self.task, store, self.say)
+            match = find(self.task, store, self.say, skills=self.skills)
         if match is None:
             return None
         flow = match.flow
         script = flow.with_values(match.values, home=desktop_home(agent.backend))
+        if len(script.steps) > agent.settings.max_steps:
+            limit = agent.settings.max_steps
+            self.say(
+                f"{_what(flow)} has {len(script.steps)} steps, over --max-steps {limit}: not reused"
+            )
+            return None
         shown = ", ".join(f"{k}={v}" for k, v in match.values.items())
         with_values = f" with {shown}" if shown else ""
         self.say(
@@ -226,11 +239,11 @@ class Reuse(Collaborator):
             return ending
         if divergence is not None:
             self.record["divergence"] = divergence.to_json()
-            self.say(f"the workflow diverged at {divergence.describe()}: the model takes over")
-            what = f"the stored workflow {flow.name!r} replayed with this task's values"
+            self.say(f"the replay diverged at {divergence.describe()}: the model takes over")
+            what = f"{_what(flow)} replayed with this task's values"
             player.hand_over(script, progress, divergence, what)
         else:
-            self.say("every step of the workflow was replayed; it did not end with done")
+            self.say(f"every step of {_what(flow)} was replayed; it did not end with done")
         return None
 
     def after_step(self, step: Step) -> None:
@@ -244,10 +257,13 @@ class Reuse(Collaborator):
 def reuse_of(
     mode: str, store: MemoryStore | None, say: Callable[[str], None] | None = None
 ) -> Reuse | None:
-    """The ``--reuse`` option's collaborator: ``auto`` with a memory store, else None."""
-    if mode not in ("auto", "off"):
-        raise ValueError(f"--reuse {mode}: give auto (the default) or off")
-    return Reuse(store, say=say) if mode == "auto" and store is not None else None
+    """The ``--reuse`` option's collaborator: ``auto`` (workflows) or ``skills`` (workflows,
+    then verified skills) with a memory store, else None (``off``, or no memory)."""
+    if mode not in ("auto", "skills", "off"):
+        raise ValueError(f"--reuse {mode}: give auto (the default), skills or off")
+    if mode == "off" or store is None:
+        return None
+    return Reuse(store, say=say, skills=mode == "skills")
 
 
 __all__ = ["Match", "Reuse", "find", "reuse_of", "template", "values_for"]
