@@ -91,6 +91,8 @@ def _step_line(err: Console, step: Step) -> None:
     usage = step.usage
     subtask = f"[magenta]{_safe(step.subtask)}[/] " if step.subtask is not None else ""
     line = f"[bold]{step.step:>3}[/] {subtask}{_safe(step.action_text[:100])}"
+    if step.chosen_by == "replay":  # a stored workflow's step (agent_s.replay.reuse): no call
+        line += "  [cyan]replayed[/]"
     if where:
         line += f"  [cyan]{_safe(where)}[/]"
     if step.outcome not in ("ok", "terminal"):

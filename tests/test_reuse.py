@@ -132,6 +132,7 @@ def test_a_task_with_new_values_replays_its_verified_workflow_with_no_model_call
     assert "(scripted-model, grounding auto)" in before, said
     assert after.startswith("with file_1=todo.txt, text_1=buy bread: its 4 steps are replayed")
     assert "--reuse off" in after.split(" 1 agent.hotkey")[0], said
+    assert " 1 agent.hotkey(keys=('ctrl', 'a')) replayed " in said, said  # its live line
     result = result_of(again)
     assert result["status"] == "succeeded", result
     assert result["verified"]
