@@ -261,3 +261,18 @@ def test_a_run_that_diverges_asks_the_model_from_the_divergence_on(
     assert all(step.calls for step in steps[5:])
     assert steps[3].action_text == "agent.click(element_description='the 12 button')"
     assert steps[3].outcome == "error"
+
+    # the repaired run is a workflow of its own: without the click that failed nor the note
+    with MemoryStore(db) as store:
+        flow = Workflow.from_run(result.trajectory_dir, "times-12", verified=True).save(store)
+    assert flow.parameters == {"number_1": "7"}  # 12 was clicked as 1 and 2: no parameter
+    assert [s.split(":")[0] for s in flow.script.skipped] == ["step 4", "step 5"]
+    assert "a replay's note to the model" in flow.script.skipped[1]
+    x11.clipboard_set("")
+    with ScriptedModelServer([]) as server, MemoryStore(db) as store:
+        again = agent(server, store).run(task.format(7, 12), postcondition=lambda: copied("84"))
+        assert server.requests == []
+    assert again.verified, again
+    assert again.reused is not None
+    assert again.reused["workflow"] == "times-12"
+    assert again.reused["model"] == []

@@ -224,8 +224,9 @@ class ReplayResult:
 
 def script_of(recording: Trajectory | Path | str) -> Script:
     """The steps of a recorded run to replay: those that went well (outcome ok, or the final
-    done / fail), in order. Steps that only talked to the model (a question to the user) and
-    steps that failed or were refused are left out, each noted in ``skipped``."""
+    done / fail), in order. Steps that only talked to the model (a question to the user, the
+    note a replay left where it diverged) and steps that failed or were refused are left out,
+    each noted in ``skipped``."""
     trajectory = recording if isinstance(recording, Trajectory) else load_trajectory(recording)
     task = str(trajectory.run.get("task") or (trajectory.result.task if trajectory.result else ""))
     if not task:
@@ -242,6 +243,9 @@ def script_of(recording: Trajectory | Path | str) -> Script:
             continue
         if isinstance(action, AskUserAction):
             skipped.append(f"step {recorded.step}: a question to the user")
+            continue
+        if isinstance(action, SaveToKnowledgeAction) and recorded.chosen_by == "replay":
+            skipped.append(f"step {recorded.step}: a replay's note to the model")
             continue
         action, pinned = _targets_of(recorded, action)
         steps.append(

@@ -5,20 +5,21 @@ first, every target grounded again, and asks the model only from the first diver
     result = agent.run("In the terminal, write the text 'good night' into the file ~/b.txt")
     result.reused   # {"workflow": "write-note", "replayed": [1, 2, 3], "model": [], ...}
 
-A task matches a workflow when it is the workflow's task with other values where its
-parameters stood (``template``): the literal text between the values is the same (white space
-aside), each value is of its parameter's kind (a number for ``number_N``, one word or path for
-``file_N``, text without quotes for ``text_N``), and a value given twice is the same both
-times. Only a workflow the store holds as verified is reused: saved from a run whose check of
-the user's (``--check``) or an evaluator's passed in the process that saved it, and sealed by
-the store's key (``agent_s.guards.trust``). A workflow that matches but is unverified (saved
-from a run folder, edited in the file) or tampered with (its body no longer matches its hash)
-is never reused: the run says so, and the model does the task. With ``skills`` (``--reuse
-skills``), when no workflow matches, a verified skill that is a whole run's action sequence
-(``agent_s.memory.learn`` keeps one from each run whose check passed; ``Workflow.from_skill``)
-is reused the same way, the newest first. It is not the default: every run whose check passed
-leaves one, so a task once checked would be replayed from then on without the user asking,
-and a skill has no recorded windows to wait for.
+A task matches a workflow when it is the workflow's task with other values where its parameters
+stood (``template``): the literal text between the values is the same (white space aside), each
+value is of its parameter's kind (a number for ``number_N``, one word or path for ``file_N``,
+text without quotes for ``text_N``), and a value given twice is the same both times; of several,
+the one with the fewest parameters, then the newest, is reused. Only a workflow the store holds
+as verified is reused: saved from a run whose check of the user's (``--check``) or an
+evaluator's passed in the process that saved it, and sealed by the store's key
+(``agent_s.guards.trust``). A workflow that matches but is unverified (saved from a run folder,
+edited in the file) or tampered with (its body no longer matches its hash) is never reused: the
+run says so, and the model does the task. With ``skills`` (``--reuse skills``), when no workflow
+matches, a verified skill that is a whole run's action sequence (``agent_s.memory.learn`` keeps
+one from each run whose check passed; ``Workflow.from_skill``) is reused the same way, the
+newest first. It is not the default: every run whose check passed leaves one, so a task once
+checked would be replayed from then on without the user asking, and a skill has no recorded
+windows to wait for.
 
 The reuse is a collaborator of the loop (``agent_s.loop.collaborators``, the ``lead`` point):
 as ``Agent.run`` begins, the workflow's script, with this task's values, is carried out through
@@ -119,7 +120,8 @@ class Match:
 def find(
     task: str, store: MemoryStore, say: Callable[[str], None], *, skills: bool = False
 ) -> Match | None:
-    """The verified workflow ``task`` matches (the newest, when several do), else with
+    """The verified workflow ``task`` matches (when several do, the one with the fewest
+    parameters, then the newest), else with
     ``skills`` the newest verified skill of a whole run it matches (``Workflow.from_skill``),
     or None. A match that cannot be reused (unverified, tampered with) is said with ``say``."""
     flows: list[Match] = []
@@ -133,7 +135,8 @@ def find(
         if match is not None:
             flows.append(match)
     if flows or not skills:
-        return max(flows, key=lambda match: match.flow.provenance.created, default=None)
+        # the most particular (fewest values to fill in), then the newest
+        return max(flows, key=lambda m: (-len(m.values), m.flow.provenance.created), default=None)
     for entry_id in store.entry_ids(["skill"]):  # newest first
         try:
             skill = Workflow.from_skill(store.get(entry_id))
