@@ -55,16 +55,18 @@ def run_checks(
     size: tuple[int, int] = (1280, 800),
     providers: Callable[[], list[Check]] | None = None,
     sandbox: str = "auto",
+    desktop: str | None = None,
 ) -> DoctorReport:
     """Run every check, on the current display or inside a fresh virtual desktop; then
     ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given.
-    ``sandbox``: the ``--code-sandbox`` setting whose containment is reported."""
+    ``sandbox``: the ``--code-sandbox`` setting whose containment is reported; ``desktop``:
+    which virtual desktop (``agent_s.desktop.choose.DESKTOPS``)."""
     from agent_s.desktop.choose import choose_backend
     from agent_s.errors import AgentSError
 
     with contextlib.ExitStack() as stack:
         try:
-            display = stack.enter_context(_display(virtual, size))
+            display = stack.enter_context(_display(virtual, size, desktop))
         except AgentSError as err:  # the virtual desktop could not start: said, not raised
             display = None
             checks = [
@@ -93,15 +95,17 @@ def run_checks(
 
 
 @contextmanager
-def _display(virtual: bool, size: tuple[int, int]) -> Iterator[str | None]:
+def _display(
+    virtual: bool, size: tuple[int, int], desktop: str | None = None
+) -> Iterator[str | None]:
     if not virtual:
         yield os.environ.get("DISPLAY") or None
         return
     from agent_s.desktop.choose import virtual_kind
     from agent_s.desktop.virtual import VirtualDesktop
 
-    # AGENT_S_BACKEND=wayland: a headless sway desktop instead of Xvfb
-    kind = virtual_kind(os.environ)
+    # --desktop sway|gnome|kde, or AGENT_S_BACKEND: another desktop than Xvfb with openbox
+    kind = virtual_kind(os.environ, desktop)
     with VirtualDesktop(*size, home="temp", kind=kind) as desk, desk.exported():
         yield desk.display
 

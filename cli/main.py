@@ -79,6 +79,7 @@ def doctor(
         bool,
         typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb)."),
     ] = False,
+    desktop: options.VirtualDesktopName = None,
     as_json: options.JsonReport = False,
     *,
     models: options.ModelFlags,
@@ -114,8 +115,14 @@ def doctor(
         grounding.url,
         grounding.model,
     )
+    try:
+        options.check_desktop(virtual, desktop)
+    except ValueError as error:
+        output.console(stderr=True).print(f"[red]error:[/] {escape(str(error))}")
+        raise typer.Exit(2) from error
     report = run_checks(
         virtual=virtual,
+        desktop=desktop,
         providers=lambda: provider_checks(checked, environ, timeout_s=timeout),
         sandbox=settings.code_agent.sandbox,
     )

@@ -170,6 +170,31 @@ VirtualMonitors = Annotated[
 ]
 
 
+VirtualDesktopName = Annotated[
+    str | None,
+    typer.Option(
+        "--desktop",
+        metavar="NAME",
+        help="With --virtual: the desktop to start: openbox (Xvfb, the default), sway, gnome "
+        "(GNOME Shell, headless) or kde (KWin, virtual).",
+    ),
+]
+
+
+def check_desktop(virtual: bool, desktop: str | None) -> None:
+    """``ValueError`` (exit 2, before anything starts) when ``--desktop`` names no desktop or
+    comes without ``--virtual``."""
+    if desktop is None:
+        return
+    import os
+
+    from agent_s.desktop.choose import virtual_kind
+
+    if not virtual:
+        raise ValueError("--desktop names the desktop --virtual starts: add --virtual")
+    virtual_kind(os.environ, desktop)
+
+
 def api_key(key: str | None, key_file: str | None) -> str | None:
     """The key given by ``--api-key`` or by ``--api-key-file`` (already read), if any."""
     if key and key_file:
