@@ -117,6 +117,8 @@ class MutterSession:
         self._offer: str | None = None  # the text our clipboard offers, None: not ours
         self._owner_changes = 0
         self._closed = False
+        self.clipboard = False  # the session's clipboard is enabled
+        self.clipboard_error = ""
         self._subscriptions: list[int] = []
         self._conn = self._connect(address)
         self.streams: list[_Stream] = []
@@ -255,9 +257,17 @@ class MutterSession:
         return found
 
     def _start(self) -> None:
-        (rd_path,) = self.call(
-            REMOTE_DESKTOP, "/org/gnome/Mutter/RemoteDesktop", REMOTE_DESKTOP, "CreateSession"
-        )
+        try:
+            (rd_path,) = self.call(
+                REMOTE_DESKTOP, "/org/gnome/Mutter/RemoteDesktop", REMOTE_DESKTOP, "CreateSession"
+            )
+        except DisplayUnavailableError as err:
+            raise DisplayUnavailableError(
+                f"mutter's {REMOTE_DESKTOP} is not on the session bus "
+                f"({self._env.get('DBUS_SESSION_BUS_ADDRESS')}): the GNOME backend drives GNOME "
+                "Shell through mutter's RemoteDesktop and ScreenCast D-Bus interfaces "
+                f"({err.__cause__ or err})"
+            ) from err
         self.session = rd_path
         session_id = self.call(
             REMOTE_DESKTOP,
@@ -300,7 +310,12 @@ class MutterSession:
                 self._changed.wait(0.1)
         for stream in self.streams:
             self._read_stream(stream)
-        self.session_call("EnableClipboard", "(a{sv})", {})
+        try:
+            self.session_call("EnableClipboard", "(a{sv})", {})
+        except ActionExecutionError as err:  # mutter before 42 has no clipboard here
+            self.clipboard_error = str(err)
+        else:
+            self.clipboard = True
 
     def session_call(self, method: str, args: str | None = None, *values: Any) -> Any:
         """A method of the remote-desktop session object."""
@@ -383,6 +398,11 @@ class MutterSession:
 
     def offer(self, text: str) -> None:
         """Own the clipboard with ``text`` (served on request while this session lives)."""
+        if not self.clipboard:
+            raise ActionExecutionError(
+                f"mutter refused this session a clipboard ({self.clipboard_error}): the "
+                "clipboard and typing text with no key on the keymap need GNOME 42 or newer"
+            )
         with self._lock:
             self._offer = text
         mimes = self._glib.Variant("as", list(_TEXT_MIMES))

@@ -30,8 +30,10 @@ where this backend put it last.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from PIL import Image
 
@@ -76,6 +78,16 @@ def _char_keysym(char: str) -> int:
 def _typable(char: str) -> bool:
     """Whether mutter's keymap (a US layout) has a key for ``char``."""
     return char == "\t" or 0x20 <= ord(char) <= 0x7E
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One thing the backend does on this session: whether it can, how, and the fix if not."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
 
 
 class GnomeBackend(BackendBase):
@@ -174,7 +186,12 @@ class GnomeBackend(BackendBase):
             image = frames.get(monitor.name)
             if image is None:
                 raise ActionExecutionError(f"no screencast of monitor {monitor.name}")
-            return Screenshot(image=image, origin=Point(monitor.x, monitor.y), scale=scale)
+            return Screenshot(
+                image=image,
+                origin=Point(monitor.x, monitor.y),
+                scale=scale,
+                accessibility_boxes=False,  # AT-SPI puts every window at (0, 0) here
+            )
         left, top, width, height = geometry.bounds
         whole = Image.new("RGB", (round(width * scale), round(height * scale)))
         for m in shown:
@@ -185,8 +202,9 @@ class GnomeBackend(BackendBase):
             if part.size != size:
                 part = part.resize(size)
             whole.paste(part, (round((m.x - left) * scale), round((m.y - top) * scale)))
-        shot = Screenshot(image=whole, origin=Point(left, top), scale=scale)
-        return shot
+        return Screenshot(
+            image=whole, origin=Point(left, top), scale=scale, accessibility_boxes=False
+        )
 
     # -- mouse ----------------------------------------------------------------------------------
 
@@ -319,6 +337,73 @@ class GnomeBackend(BackendBase):
         """Offer ``text`` on the clipboard (served while this backend lives)."""
         self._session.offer(text)
 
+    # -- what this session allows (``agent-s doctor``) ------------------------------------------
+
+    def capabilities(self) -> list[Capability]:
+        """Each capability of this backend on this session, and what is missing where the
+        session refuses it."""
+        streams = ", ".join(s.monitor.connector for s in self._session.streams)
+        found = [
+            Capability("capture", True, f"mutter's ScreenCast, PipeWire streams of {streams}"),
+            Capability(
+                "input",
+                True,
+                "mutter's RemoteDesktop session: absolute pointer, buttons, wheel, keysyms",
+            ),
+            Capability(
+                "text",
+                self._session.clipboard,
+                "ASCII as keysyms; other text pasted through the session's clipboard"
+                if self._session.clipboard
+                else "ASCII only: mutter refused the session's clipboard, so text with no key "
+                "on the keymap (é, 日本) cannot be typed",
+                "" if self._session.clipboard else "use GNOME 42 or newer",
+            ),
+            Capability(
+                "clipboard",
+                self._session.clipboard,
+                "the RemoteDesktop session's selection"
+                if self._session.clipboard
+                else f"mutter refused the session's clipboard ({self._session.clipboard_error})",
+                "" if self._session.clipboard else "use GNOME 42 or newer",
+            ),
+        ]
+        listed = self.windows()
+        if self.window_problem:
+            found.append(
+                Capability(
+                    "windows",
+                    False,
+                    f"no window list: {self.window_problem}",
+                    "apt-get install at-spi2-core (GNOME's accessibility bus); "
+                    "org.gnome.Shell.Introspect answers only the shell's own callers",
+                )
+            )
+        else:
+            found.append(
+                Capability(
+                    "windows",
+                    True,
+                    f"{len(listed)} window(s) through AT-SPI (applications without an "
+                    "accessibility tree are not listed; window positions are unknown on "
+                    "GNOME Wayland); activated by the shell's Shift+Alt+Escape",
+                )
+            )
+        opener = next(
+            (t for t in ("xdg-open", "gio") if shutil.which(t, path=self.env.get("PATH"))), ""
+        )
+        found.append(
+            Capability(
+                "open",
+                bool(opener),
+                f"applications by desktop entry or PATH, files and URLs by {opener}"
+                if opener
+                else "applications by desktop entry or PATH; no xdg-open or gio for files",
+                "" if opener else "apt-get install xdg-utils",
+            )
+        )
+        return found
+
     # -- windows --------------------------------------------------------------------------------
 
     def windows(self) -> list[WindowInfo]:
@@ -352,4 +437,4 @@ class GnomeBackend(BackendBase):
                 time.sleep(0.02)
 
 
-__all__ = ["BUTTON_CODES", "GnomeBackend", "keysym_value"]
+__all__ = ["BUTTON_CODES", "Capability", "GnomeBackend", "keysym_value"]
