@@ -126,7 +126,7 @@ class MutterSession:
         # Subscribed before the loop runs (its context is then the loop thread's), for every
         # object path; each handler picks its own objects.
         self._subscribe(f"{SCREEN_CAST}.Stream", "PipeWireStreamAdded", self._node_added)
-        session_signals = {
+        session_signals: dict[str, Callable[..., None]] = {
             "SelectionTransfer": self._selection_transfer,
             "SelectionOwnerChanged": self._owner_changed,
             "Closed": self._session_closed,

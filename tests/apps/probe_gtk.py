@@ -6,8 +6,9 @@ counterpart of probe_tk.py (run it with GDK_BACKEND=wayland; it is a native Wayl
 A Wayland client does not know where its window is on the screen, so positions are in the
 window's own coordinates (its top-left content pixel is 0, 0); the compositor says where the
 window is (``swaymsg -t get_tree``), and the test adds the two. Where it does not say
-(GNOME), ``--fullscreen`` puts the window's content at the screen's top-left corner. The window is undecorated, so
-no client-side shadow or title bar shifts its content. Each line of LOG is one event:
+(GNOME), ``--fullscreen`` puts the window's content at the screen's top-left corner. The
+window is undecorated, so no client-side shadow or title bar shifts its content. Each line of
+LOG is one event:
 
 - ``{"type": "boxes", "canvas": [x, y, w, h], "entry": [...], "window": [0, 0, w, h]}``
 - ``press`` / ``release``: ``button`` (1-3), ``x``/``y`` (window), ``count`` (1 for a single
