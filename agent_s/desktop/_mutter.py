@@ -41,6 +41,7 @@ DISPLAY_CONFIG = "org.gnome.Mutter.DisplayConfig"
 CALL_TIMEOUT_MS = 5000
 STREAM_TIMEOUT = 10.0  # the PipeWire node of a stream, then its first frame
 FIRST_FRAME_TIMEOUT = 5.0
+FRESH_AFTER_INPUT = 0.1  # a capture this soon after input waits for the frames it caused
 _CURSOR_HIDDEN = 0  # RecordMonitor's cursor-mode: hidden, embedded, metadata
 TEXT_MIME = "text/plain;charset=utf-8"
 _TEXT_MIMES = (TEXT_MIME, "text/plain", "UTF8_STRING", "STRING", "TEXT")
@@ -117,6 +118,7 @@ class MutterSession:
         self._offer: str | None = None  # the text our clipboard offers, None: not ours
         self._owner_changes = 0
         self._closed = False
+        self.last_input = 0.0  # monotonic time of the last input sent
         self.clipboard = False  # the session's clipboard is enabled
         self.clipboard_error = ""
         self._subscriptions: list[int] = []
@@ -319,6 +321,8 @@ class MutterSession:
 
     def session_call(self, method: str, args: str | None = None, *values: Any) -> Any:
         """A method of the remote-desktop session object."""
+        if method.startswith("Notify"):
+            self.last_input = time.monotonic()
         return self.call(
             REMOTE_DESKTOP, self.session, f"{REMOTE_DESKTOP}.Session", method, args, *values
         )
@@ -365,34 +369,40 @@ class MutterSession:
         stream.pipeline = pipeline
         stream.sink = pipeline.get_by_name("sink")
         pipeline.set_state(gst.State.PLAYING)
-        if self._pull(stream, FIRST_FRAME_TIMEOUT) is None:
+        if not self._take(stream, FIRST_FRAME_TIMEOUT):
             raise DesktopSetupError(
                 f"mutter's screencast of {stream.monitor.connector} sent no frame in "
                 f"{FIRST_FRAME_TIMEOUT:.0f} s"
             )
 
-    def _pull(self, stream: _Stream, timeout: float) -> tuple[int, int, bytes] | None:
-        """The newest frame the stream sent, waiting up to ``timeout`` for one; the last one
-        kept when none came (mutter sends none while the screen stays still)."""
+    def _take(self, stream: _Stream, timeout: float) -> bool:
+        """Keep the newest frame the stream sent, waiting up to ``timeout`` for one; False
+        when none came (mutter sends none while the screen stays still)."""
         sample = stream.sink.emit("try-pull-sample", int(timeout * self._gst.SECOND))
-        if sample is not None:
-            structure = sample.get_caps().get_structure(0)
-            width, height = structure.get_value("width"), structure.get_value("height")
-            buffer = sample.get_buffer()
-            ok, info = buffer.map(self._gst.MapFlags.READ)
-            if ok:
-                try:
-                    stream.frame = (width, height, bytes(info.data))
-                finally:
-                    buffer.unmap(info)
-        return stream.frame
+        if sample is None:
+            return False
+        structure = sample.get_caps().get_structure(0)
+        width, height = structure.get_value("width"), structure.get_value("height")
+        buffer = sample.get_buffer()
+        ok, info = buffer.map(self._gst.MapFlags.READ)
+        if ok:
+            try:
+                stream.frame = (width, height, bytes(info.data))
+            finally:
+                buffer.unmap(info)
+        return True
 
     def frame(self, stream: _Stream) -> tuple[int, int, bytes]:
-        """The stream's latest frame: (width, height, RGBx bytes)."""
-        frame = self._pull(stream, 0.0)
-        if frame is None:
+        """The stream's latest frame: (width, height, RGBx bytes). Shortly after input, the
+        frames mutter sends for it are waited for (``FRESH_AFTER_INPUT``), so that a capture
+        right after a click shows what the click did."""
+        self._take(stream, 0.0)
+        until = self.last_input + FRESH_AFTER_INPUT
+        while (left := until - time.monotonic()) > 0 and self._take(stream, left):
+            pass
+        if stream.frame is None:
             raise ActionExecutionError(f"no frame of {stream.monitor.connector} yet")
-        return frame
+        return stream.frame
 
     # -- clipboard ------------------------------------------------------------------------------
 
