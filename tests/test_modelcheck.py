@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from modelcheck_scripts import battery_script, ground_reply, native_reply
+from modelcheck_scripts import act_reply, battery_script, ground_reply, native_reply
 from typer.testing import CliRunner
 
 from agent_s.actions import parse_reply
@@ -290,3 +290,57 @@ def test_reply_styles_are_told_apart() -> None:
         "```python\npyautogui.click(10, 20)\n```": "pyautogui",
     }
     assert {text: parse_reply(text).style for text in replies} == replies
+
+
+def test_the_suggested_setting_applied_to_a_run_clicks_the_control(tmp_path: Path) -> None:
+    """The native worker's settings from the verdict, read as `run` reads flags, make the
+    agent's click land on the galculator button its UI-TARS reply pointed at."""
+    from agent_s.desktop.ops import Click
+    from agent_s.desktop.recording import RecordingBackend
+    from agent_s.loop.agent import Agent
+    from agent_s.record.result import RunStatus
+    from agent_s.settings.config import AgentConfig, ModelConfig
+    from agent_s.settings.read import flag_values
+
+    _, report, _ = _check(battery_script(style="ui-tars", convention="grid1000-yx"))
+    settings = _uses(report)["worker"]["settings"]
+    assert settings == ["--ground", "native", "--ground-convention", "grid1000-yx"]
+    grounding = load_settings(
+        flag_values(dict(zip(settings[::2], settings[1::2], strict=True))), environ={}
+    ).build_grounding(environ={})
+    screen = screens()[0]
+    control = screen.controls[0]
+    clicked = act_reply("ui-tars", "grid1000-yx", screen, control)
+    script = [reply(clicked), reply("Done.\n```python\nagent.done()\n```")]
+    backend = RecordingBackend([screen.image()] * 4)
+    with ScriptedModelServer(script) as server:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "k")
+        config = AgentConfig(settle_seconds=0, record_dir=tmp_path)
+        result = Agent(model, settings=config, grounding=grounding, backend=backend).run(
+            "compute 7+8 on the calculator"
+        )
+    assert result.status is RunStatus.SUCCEEDED, result
+    clicks = [op for op in backend.ops if isinstance(op, Click)]
+    assert len(clicks) == 1
+    assert control.box.contains(clicks[0].at), (clicks, control.box)
+
+
+def test_an_anthropic_endpoint_is_checked_over_the_messages_api() -> None:
+    """The same battery through the anthropic SDK; a grounding model is reached through an
+    OpenAI-compatible API only, so the grounder verdict says so even when it points well."""
+    script = battery_script(style="calls", convention="pixels")
+    with ScriptedModelServer(script) as server:
+        argv = ["model", "check", "--provider", "anthropic", "--model", "claude-sonnet-4-5"]
+        argv += ["--base-url", server.base_url, "--json"]
+        env = {**_env(), "ANTHROPIC_API_KEY": "sk-ant-test"}
+        done = CliRunner().invoke(app, argv, env=env)
+        assert {r.wire for r in server.requests} == {"messages"}
+    report = json.loads(done.stdout)
+    assert done.exit_code == 0, done.output
+    uses = _uses(report)
+    assert uses["worker"]["verdict"] == "yes"
+    assert uses["grounder"]["verdict"] == "no"
+    assert "OpenAI-compatible" in uses["grounder"]["why"]
+    assert report["ground"]["fit"]["hits"] == 8
+    assert report["totals"]["prices_known"] is True
+    assert report["totals"]["cost_usd"] > 0

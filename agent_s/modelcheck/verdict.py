@@ -153,7 +153,8 @@ class Report:
         totals = self._totals()
         spent = f"${totals['cost_usd']:.4f}" if totals["prices_known"] else "cost unknown"
         out.append(
-            f"calls     {totals['calls']} calls ({totals['failed']} failed), "
+            f"calls     {totals['calls']} call{'' if totals['calls'] == 1 else 's'} "
+            f"({totals['failed']} failed), "
             f"{totals['seconds_per_call']:.1f} s per call (whole reply; first token not "
             f"measured), {totals['tokens_per_call']} tokens per call, {spent}"
         )
