@@ -217,6 +217,11 @@ def test_save_profile_writes_the_convention_and_keeps_the_file(tmp_path: Path) -
     assert settings.model.name == "gpt-4o"
     profile = settings.build_profiles().resolve("scripted-model", "openai_compatible")
     assert profile.point_convention == "grid1000-yx"
+    # checked again: what run now reads for this model needs no flag
+    _, again, _ = _check(script, config=config)
+    assert _uses(again)["native worker"]["settings"] == ["--ground", "native"]
+    assert "--ground-convention" not in _uses(again)["grounder"]["settings"]
+    assert _uses(again)["grounder"]["verdict"] == "yes"
     # saved again with another answer: the one line is replaced, not added
     script = battery_script(style="ui-tars", convention="grid1000")
     _check(script, "--save-profile", "scripted*", config=config)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from agent_s.actions import ActionParseError, literal_point, parse_reply
 from agent_s.coding.agent import parse_code_reply
-from agent_s.conventions import PointConvention
-from agent_s.grounding.model import ModelGrounder, convention_for_model
+from agent_s.conventions import PointConvention, point_convention
+from agent_s.grounding.model import ModelGrounder
 from agent_s.grounding.replies import ReplySaysNotFound, parse_location
 from agent_s.grounding.types import GroundingReplyError
 from agent_s.images import EncodedImage, ImageSpec, encode_screenshot
@@ -166,7 +166,9 @@ class Battery:
         self.provider, self.profile, self.progress = provider, profile, progress
         self.platform = platform or Platform("linux", 1280, 800, "openbox")
         self.screens = screens()
-        self.grounder = ModelGrounder(provider)
+        # asked as run asks it: in the profile's convention if one was saved, else the family's
+        saved = point_convention(profile.point_convention)
+        self.grounder = ModelGrounder(provider, convention=saved)
         self._failures = 0
 
     # -- the bound ---------------------------------------------------------------------------
@@ -429,9 +431,4 @@ class Battery:
         self.progress(f"judge: {right} of {len(results.judged)} verdicts right")
 
 
-def family_convention(model: str) -> PointConvention:
-    """The convention a grounding model of this name is read in without a setting."""
-    return PointConvention(convention_for_model(model))
-
-
-__all__ = ["ActReply", "Battery", "Call", "Plan", "Results", "family_convention"]
+__all__ = ["ActReply", "Battery", "Call", "Plan", "Results"]
