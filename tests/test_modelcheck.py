@@ -68,7 +68,7 @@ def test_each_style_and_convention_gets_its_verdict_and_settings(
 ) -> None:
     code, report, err = _check(battery_script(style=style, convention=convention))
     assert code == 0, report
-    assert "at most 26 calls" in err
+    assert "at most 27 calls" in err
     uses = _uses(report)
     assert {u: uses[u]["verdict"] for u in uses} == dict.fromkeys(uses, "yes")
     assert report["ground"]["fit"]["hits"] == report["ground"]["fit"]["total"] == 8
@@ -84,7 +84,9 @@ def test_each_style_and_convention_gets_its_verdict_and_settings(
     points = style not in ("calls", "json")
     assert uses["worker"]["settings"] == (["--ground", "native", *flag] if points else [])
     assert len(report["calls"]) == 21  # reach, code, see, 4 act, 4 native, 8 ground, 2 judge
-    assert all(c["first_token_s"] is None and c["seconds"] >= 0 for c in report["calls"])
+    # streamed (Chat Completions): each call timed to its first token and to its end
+    assert all(0 <= c["first_token_s"] <= c["seconds"] for c in report["calls"])
+    assert report["totals"]["first_token_s"] is not None
     assert report["totals"]["tokens_per_call"] == 30  # the scripted usage: 20 in, 10 out
 
 
@@ -154,7 +156,7 @@ def test_an_endpoint_that_times_out_ends_the_check_early() -> None:
 
 
 def test_an_endpoint_that_answers_garbage_is_no_use() -> None:
-    garbage = [reply("ready")] + [reply("banana " * 5)] * 25  # the bound: 26 calls
+    garbage = [reply("ready")] + [reply("banana " * 5)] * 25  # the bound less a 2nd reach
     code, report, _ = _check(garbage)
     assert code == 1
     uses = _uses(report)
@@ -180,12 +182,12 @@ def test_the_bound_is_stated_and_max_cost_stops_the_check(tmp_path: Path) -> Non
     registry = load_settings(path=config, environ={}).build_profiles()
     profile = registry.resolve("scripted-model", "openai_compatible")
     plan = Battery(_unused_provider(), profile).plan()
-    assert plan.calls == 26
+    assert plan.calls == 27
     assert plan.max_cost_usd is not None
     assert plan.max_cost_usd > 0
     # 30 tokens a call at $100 per million: $0.003 a call; $0.007 allows three calls
     code, report, err = _check(battery_script()[:3], "--max-cost", "0.007", config=config)
-    assert f"at most 26 calls, cost at most ${plan.max_cost_usd:.4f}" in err
+    assert f"at most 27 calls, cost at most ${plan.max_cost_usd:.4f}" in err
     assert "cost limit" in report["stopped"]
     assert len([c for c in report["calls"] if not c["error"]]) == 3
     assert report["totals"]["cost_usd"] == pytest.approx(0.009)
@@ -349,3 +351,17 @@ def test_an_anthropic_endpoint_is_checked_over_the_messages_api() -> None:
     assert report["ground"]["fit"]["hits"] == 8
     assert report["totals"]["prices_known"] is True
     assert report["totals"]["cost_usd"] > 0
+    assert report["totals"]["first_token_s"] is None  # this adapter answers whole
+
+
+def test_an_endpoint_that_does_not_stream_is_timed_whole() -> None:
+    script = battery_script()
+    refused = Step("bad_request", message="stream is not supported")
+    with ScriptedModelServer([refused, *script]) as server:
+        argv = ["model", "check", *MODEL, "--base-url", server.openai_base_url]
+        done = CliRunner().invoke(app, argv, env=_env())
+        asked = [bool(r.body.get("stream")) for r in server.requests]
+    assert done.exit_code == 0, done.output
+    assert asked[:2] == [True, False]
+    assert not any(asked[2:])
+    assert "first token not measured: the replies did not stream" in done.stdout

@@ -13,10 +13,12 @@ ask, on the shipped screens (``agent_s.modelcheck.screens``), with no desktop.
 6. code: the code agent's prompt and a small task (one runnable block expected);
 7. judge: the verifier's prompt on a screen, once with evidence that is there, once not.
 
-Each call is timed (whole reply: no adapter of agent-s streams, so the first token is not
-measured), with its tokens and cost at the profile's prices, on a meter that ``--max-cost``
-bounds. An endpoint that does not answer, refuses the key or runs out of budget ends the
-battery early; an image refused ends the image probes. The bound on calls is ``plan().calls``.
+Each call is timed, to its first token where the reply streams (the Chat Completions
+adapter streams when asked; the others answer whole) and to its end, with its tokens and cost
+at the profile's prices, on a meter that ``--max-cost`` bounds. An endpoint that refuses to
+stream is asked again without (the first question only). An endpoint that does not answer,
+refuses the key or runs out of budget ends the battery early; an image refused ends the
+image probes. The bound on calls is ``plan().calls``.
 """
 
 from __future__ import annotations
@@ -79,9 +81,9 @@ class _Stop(Exception):
 
 @dataclass(frozen=True)
 class Call:
-    """One call of the battery: which probe, how long the whole reply took, its tokens and
-    cost (at the profile's prices), and the error if it failed. ``first_token_s`` is None:
-    agent-s's adapters do not stream, so only the whole reply is timed."""
+    """One call of the battery: which probe, how long the whole reply took (and its first
+    token, when it streamed), its tokens and cost (at the profile's prices), and the error if
+    it failed."""
 
     probe: str
     seconds: float
@@ -95,7 +97,7 @@ class Call:
         return {
             "probe": self.probe,
             "seconds": round(self.seconds, 3),
-            "first_token_s": self.first_token_s,
+            "first_token_s": None if self.first_token_s is None else round(self.first_token_s, 3),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": round(self.cost_usd, 6),
@@ -147,6 +149,7 @@ class Results:
     code: ActReply | None = None
     judged: list[bool | None] = field(default_factory=list)  # None: no verdict read
     stopped: str = ""  # why the battery ended early ("" if it did not)
+    streamed: bool = False  # the replies were asked to stream (their first token timed)
     grounding_default: PointConvention = field(default_factory=PointConvention)
     native_default: PointConvention = field(default_factory=PointConvention)
 
@@ -170,13 +173,15 @@ class Battery:
         saved = point_convention(profile.point_convention)
         self.grounder = ModelGrounder(provider, convention=saved)
         self._failures = 0
+        self._last_error: ModelError | None = None
+        self.stream = True  # asked to stream, to time the first token (where the API can)
 
     # -- the bound ---------------------------------------------------------------------------
 
     def plan(self) -> Plan:
         acts = sum(1 for s in self.screens if s.name in TASKS)
         per_probe = {
-            "reach": 1,
+            "reach": 2,  # again without streaming, if the endpoint refuses to stream
             "see": 1,
             "act": 2 * acts,
             "native": len(self.screens),
@@ -233,6 +238,7 @@ class Battery:
             max_output_tokens=OUTPUT_TOKENS[probe],
             temperature=0.0,
             metadata={"purpose": purpose},
+            stream=self.stream,
         )
         start = time.perf_counter()
         try:
@@ -243,6 +249,7 @@ class Battery:
         except ModelError as err:
             self._note(probe, start, f"{type(err).__name__}: {err}")
             self._failures += 1
+            self._last_error = err
             if isinstance(err, AuthenticationError):
                 raise _Stop(f"the endpoint refused the key: {err}") from err
             if isinstance(err, (Timeout, ProviderUnavailable)) and (
@@ -261,6 +268,7 @@ class Battery:
                 usage.input_tokens,
                 usage.output_tokens,
                 usage.cost_usd,
+                first_token_s=reply.first_token_s,
             )
         )
         return reply.text
@@ -274,7 +282,12 @@ class Battery:
     # -- the probes --------------------------------------------------------------------------
 
     def _reach(self, results: Results) -> None:
-        text = self._ask("reach", [Message.text("user", render("model_check", "reach"))])
+        question = [Message.text("user", render("model_check", "reach"))]
+        text = self._ask("reach", question)
+        if text is None and isinstance(self._last_error, BadRequest) and self.stream:
+            self.stream = False  # an endpoint that does not stream: the whole reply is timed
+            text = self._ask("reach", question)
+        results.streamed = self.stream
         if text is None:
             error = results.calls[-1].error if results.calls else "no answer"
             raise _Stop(f"the endpoint gave no answer to a text question: {error}")

@@ -127,7 +127,7 @@ class Report:
             "calls": len(calls),
             "failed": len(calls) - len(answered),
             "seconds_per_call": round(sum(c.seconds for c in answered) / count, 3),
-            "first_token_s": None,
+            "first_token_s": _mean([c.first_token_s for c in answered]),
             "tokens_per_call": round(
                 sum(c.input_tokens + c.output_tokens for c in answered) / count
             ),
@@ -152,11 +152,16 @@ class Report:
         out += self._probe_lines()
         totals = self._totals()
         spent = f"${totals['cost_usd']:.4f}" if totals["prices_known"] else "cost unknown"
+        first = totals["first_token_s"]
+        timed = (
+            f"{first:.1f} s to the first token, " if isinstance(first, float) else ""
+        ) + f"{totals['seconds_per_call']:.1f} s to the whole reply"
+        if first is None:
+            timed += " (first token not measured: the replies did not stream)"
         out.append(
             f"calls     {totals['calls']} call{'' if totals['calls'] == 1 else 's'} "
-            f"({totals['failed']} failed), "
-            f"{totals['seconds_per_call']:.1f} s per call (whole reply; first token not "
-            f"measured), {totals['tokens_per_call']} tokens per call, {spent}"
+            f"({totals['failed']} failed), {timed}, {totals['tokens_per_call']} tokens per "
+            f"call, {spent}"
         )
         if results.stopped:
             out.append(f"stopped   {results.stopped}")
@@ -202,6 +207,11 @@ class Report:
             right = sum(j is True for j in results.judged)
             out.append(f"judge     {right} of {len(results.judged)} verdicts right")
         return out
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(sum(known) / len(known), 3) if known else None
 
 
 def _name(convention: PointConvention | None) -> str | None:
