@@ -26,6 +26,7 @@ from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.cli.helptext import Command, Group
 from agent_s.cli.mcp import mcp
 from agent_s.cli.memory import memory_app
+from agent_s.cli.model import model_app
 from agent_s.cli.practice import practice
 from agent_s.cli.replay import replay
 from agent_s.cli.report import report
@@ -149,6 +150,7 @@ app.command("report", cls=Command)(report)
 app.command("mcp", cls=Command)(mcp)
 app.add_typer(bench_app, name="bench")
 app.add_typer(memory_app, name="memory")
+app.add_typer(model_app, name="model")
 app.add_typer(workflow_app, name="workflow")
 
 

@@ -117,6 +117,15 @@ GroundUrl = Annotated[
 GroundModel = Annotated[
     str | None, typer.Option(help="Grounding model name (env AGENT_S_GROUND_MODEL).")
 ]
+GroundConvention = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="How the model that points writes a point (the grounding model's; the model's own "
+        "with --ground native): pixels, grid1000, smart_resize, unit or WxH, each optionally "
+        "-yx for [y, x]; `agent-s model check` says which (env AGENT_S_GROUND_CONVENTION).",
+    ),
+]
 Marks = Annotated[
     bool | None,
     typer.Option(
@@ -288,11 +297,12 @@ class ModelFlags(SettingsGroup):
 
 @dataclass(frozen=True)
 class GroundFlags(SettingsGroup):
-    """How targets are found: --ground, --ground-url, --ground-model."""
+    """How targets are found: --ground, --ground-url, --ground-model, --ground-convention."""
 
     ground: Ground = None
     ground_url: GroundUrl = None
     ground_model: GroundModel = None
+    ground_convention: GroundConvention = None
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,7 @@ SAMPLES = {
     "`practice-<time>` folder beside the runs": "test_readme.py::_practice_line",
     "`bench check` says, per domain": "test_the_bench_check_sample_is_what_it_prints",
     "Progress and one line per task go to stderr": "test_bench_run.py (reference policy)",
+    "Against a Qwen2.5-VL served by Ollama": "test_readme.py::_model_check_line",
 }
 
 
