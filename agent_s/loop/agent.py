@@ -103,8 +103,7 @@ class Agent:
         None: this machine's. ``control``: pause, take over, hand back and stop the run from
         another thread (``agent_s.loop.control``). ``memory``: a memory store (``agent_s.memory``)
         whose relevant entries the prompts show and which learns from each recorded run
-        (``settings.memory``); None, the default: no memory. ``reuse``: replays a stored
-        workflow the task matches before the model is asked (``agent_s.replay.reuse.Reuse``)."""
+        (``settings.memory``); None, the default: no memory. ``reuse``: ``replay.reuse.Reuse``."""
         self.model = model
         self._settings = settle_agent_config(settings or AgentConfig())
         self.grounding = grounding or GroundingConfig()
@@ -139,8 +138,10 @@ class Agent:
         self.reset()
 
     def _build_locator(self) -> Locator:
-        model, spec = self._calls.grounding_model(self.grounding), self._profile.image_spec
-        return Locator.for_mode(self.grounding.mode, model=model, native_spec=spec)
+        model, calls = self._calls.grounding_model(self.grounding), self._calls
+        return Locator.for_config(
+            self.grounding, model, self._profile, calls.grounding_profile(self.grounding)
+        )
 
     @property
     def backend(self) -> DesktopBackend:
@@ -161,8 +162,7 @@ class Agent:
         return self._backend.env if self._backend is not None else None
 
     def _desktop_name(self) -> str:
-        """The desktop the screens come from: the backend's own environment says (a
-        ``--virtual`` desktop is openbox whatever the caller runs), else the settings'."""
+        """The desktop the screens come from: the backend's environment says, else settings'."""
         return desktop_name(self._env(), self.settings.desktop_name)
 
     @property
