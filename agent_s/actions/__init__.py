@@ -37,7 +37,7 @@ from agent_s.actions.models import (
     TypeAction,
     WaitAction,
 )
-from agent_s.actions.parse import parse_action
+from agent_s.actions.parse import parse_action, parse_actions
 from agent_s.actions.pointing import literal_point, point_description
 from agent_s.actions.render import render
 from agent_s.errors import ActionParseError
@@ -71,6 +71,7 @@ __all__ = [
     "action_json_schema",
     "literal_point",
     "parse_action",
+    "parse_actions",
     "point_description",
     "primary_modifier",
     "render",

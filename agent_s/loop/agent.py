@@ -45,6 +45,7 @@ from agent_s.loop.generation import generate
 from agent_s.loop.observe import Observer, capture
 from agent_s.loop.planhost import PlanHost
 from agent_s.loop.request import Requests, checked_task, summary, with_snapshot
+from agent_s.loop.sequence import ActionSequence
 from agent_s.marks.setofmarks import Marker
 from agent_s.memory import MemoryStore
 from agent_s.memory.runmemory import RunMemory
@@ -131,7 +132,8 @@ class Agent:
         if self._memory is not None:
             self._actor.recall = lambda job: self._recall("code_agent", job, "code")
         self._recording = Recording(lambda: self.settings.record_dir, self._redactor, self._header)
-        self._points = assemble(self._recording, control, self._memory, marks, self._redactor)
+        self._sequence = ActionSequence()  # a reply's later actions (max_actions_per_reply)
+        self._points = assemble(self._recording, control, self._memory, marks, self._sequence)
         self._observer = Observer(self._profile.image_spec, self._locator, self._points)
         self.reset()
 
@@ -263,8 +265,9 @@ class Agent:
         with draft.timed("build"):
             system = self._requests.system(observation, execute, sent, desktop=self._desktop_name())
         self._recording.image(sent, draft)
-        if given is None:
-            action, reply = self._generate(observation, system, sent, listed)
+        if given is None:  # the rest of the last reply's actions first, while the screen holds
+            queued = self._sequence.next(observation, draft)
+            action, reply = queued or self._generate(observation, system, sent, listed)
         else:  # the manager hands a subtask to the code agent: no worker call
             action, reply = given, ""
         draft.set(action=action, reply=reply, action_text=call_text(action))
@@ -305,21 +308,17 @@ class Agent:
         sent: EncodedImage,
         listed: Observation | None,
     ) -> tuple[ActionModel, str]:
-        """The worker's request for this step and its action (reflection first, when on)."""
+        """The worker's request for this step and its action (reflection first, when on); a
+        reply's later actions wait in the sequence (``agent_s.loop.sequence``)."""
         draft = self._draft
         reflection = None
         if self.settings.reflection:
             asked = self._requests.reflection(self._worker_task, self._history, sent)
             reflection = self._calls.reflect(asked)
         with draft.timed("build"):
+            task, notes = self._worker_task, self._actor.notes
             messages = self._requests.worker(
-                system,
-                self._worker_task,
-                self._history,
-                sent,
-                self._actor.notes,
-                reflection,
-                listed,
+                system, task, self._history, sent, notes, reflection, listed
             )
         a11y = None
         if self.settings.a11y_snapshot:
@@ -332,14 +331,16 @@ class Agent:
         for note in self._points.notes(point):
             messages = with_snapshot(messages, note)
         draft.set(request=summary(messages, sent, reflection is not None, a11y))
-        return generate(
+        actions, reply = generate(
             lambda asked: self._calls.call(asked, "generate"),
             messages,
             tries=self.settings.max_invalid_replies + 1,
             policy=self.settings.context,
             on_call=lambda call: draft.add(calls=[call]),
             check=self._points.check,
+            most=self.settings.max_actions_per_reply,
         )
+        return self._sequence.begin(actions, observation, draft), reply
 
     def _recall(self, role: str, query: str, purpose: str) -> str:
         """``role``'s memory section for ``query`` ("" without memory or relevant entries)."""

@@ -339,14 +339,15 @@ def assemble(
     control: RunControl | None,
     memory: Remembering | None,
     marks: Marks,
-    redactor: Redactor,
+    *others: Collaborator,
 ) -> Collaborators:
     """One agent's collaborators: the recording first (the folder is complete before memory
-    learns), then in the order their notes go into a request: the user's note, memory, marks."""
+    learns), then in the order their notes go into a request: the user's note, memory, marks,
+    ``others`` (the rest of a reply's actions, ``agent_s.loop.sequence``); the refusals last."""
     members: list[Collaborator] = [recording]
     members += [Control(control)] if control is not None else []
     members += [memory] if memory is not None else []
-    return Collaborators([*members, marks, Refusals(redactor.text)])
+    return Collaborators([*members, marks, *others, Refusals(marks.redactor.text)])
 
 
 __all__ = [
