@@ -12,9 +12,11 @@ switches a window. When the agent stops a sequence (the next request says how ma
 actions ran) the scripted model goes on from the first action that did not run.
 
 The tasks: the suite's tasks that have a reference solution (scored by their evaluators), and
-three forms, each checked by its effect: an address typed into mousepad and saved (the file on
-disk), gtk3-demo's dialog form filled in (the entries' text, read from the accessibility tree)
-and a row typed into a new LibreOffice Calc sheet (the cells, copied from Calc). A line per task
+four forms, each checked by its effect: an address typed into mousepad and saved (the file on
+disk), a new mousepad document saved under a name (whose reply the Save As dialog stops before
+the name is typed: the file on disk), gtk3-demo's dialog form filled in (the entries' text, read
+from the accessibility tree) and a row typed into a new LibreOffice Calc sheet (the cells,
+copied from Calc). A line per task
 gives the calls and scores both ways; the total, the calls saved.
 """
 
@@ -56,6 +58,21 @@ FORMS: dict[str, dict[str, Any]] = {
             'agent.type(text="12 St James\'s Square\\n")',
             "agent.type(text='London SW1Y 4JH\\n')",
             "agent.hotkey(keys=['ctrl', 's'])",
+            "agent.wait(seconds=1)",
+            "agent.done()",
+        ],
+    },
+    "mousepad_save_as": {  # a reply that saves and names the file: the dialog stops it
+        "instruction": "Write hello grouping in a new document and save it as ~/saved.txt.",
+        "config": [
+            {"type": "launch", "parameters": {"command": ["mousepad"]}},
+            {"type": "sleep", "parameters": {"seconds": 1}},
+            {"type": "activate_window", "parameters": {"window_name": "Mousepad"}},
+        ],
+        "reference": [
+            "agent.type(text='hello grouping\\n')",
+            "agent.hotkey(keys=['ctrl', 's'])",
+            "agent.type(text='{home}/saved.txt', enter=True)",
             "agent.wait(seconds=1)",
             "agent.done()",
         ],
@@ -138,6 +155,12 @@ def _form_check(name: str, env: Any) -> float:
         while path.read_text().strip() != wanted and time.monotonic() < deadline:
             time.sleep(0.1)
         return float(path.read_text().strip() == wanted)
+    if name == "mousepad_save_as":
+        path = Path(env.desktop.home) / "saved.txt"
+        deadline = time.monotonic() + 3
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return float(path.exists() and path.read_text().strip() == "hello grouping")
     if name == "gtk_form":
         return float(_entries(env) == {"Entry 1": "Ada", "Entry 2": "Lovelace"})
     backend = env.backend  # calc_row: the row as Calc copies it
@@ -148,7 +171,6 @@ def _form_check(name: str, env: Any) -> float:
     deadline = time.monotonic() + 3
     while not backend.clipboard_get().strip() and time.monotonic() < deadline:
         time.sleep(0.1)
-    print(repr(backend.clipboard_get()), file=sys.stderr)
     return float(backend.clipboard_get().strip().split("\t") == ["Ada", "Lovelace", "1815"])
 
 
@@ -213,7 +235,9 @@ def phase(task_path: str, domain: str, form: str, most: int, folder: Path) -> di
     task = load_task(task_path, domain=domain)
     settings = AgentConfig(record_dir=folder / "runs", max_actions_per_reply=most)
     with TaskEnvironment(task, folder, log=[]) as env:
-        with ScriptedModelServer(GroupingModel(task.reference or (), most)) as server:
+        home = str(env.desktop.home)
+        lines = [line.replace("{home}", home) for line in task.reference or ()]
+        with ScriptedModelServer(GroupingModel(lines, most)) as server:
             model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, _KEY)
             agent = Agent(
                 model, settings=settings, grounding=GroundingConfig("auto"), backend=env.backend

@@ -29,6 +29,7 @@ from agent_s.actions import ActionParseError, parse_actions
 from agent_s.cli.main import app
 from agent_s.grounding import AccessibilityTree
 from agent_s.loop.sequence import same_title
+from agent_s.settings.config import SafetyConfig, SafetyRule
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
@@ -49,10 +50,12 @@ def act(*calls: str) -> str:
     return f"The fields are all on the screen.\n```python\n{lines}\n```"
 
 
-def agent_for(server: ScriptedModelServer, x11: Any, tmp_path: Path, most: int) -> Agent:
+def agent_for(
+    server: ScriptedModelServer, x11: Any, tmp_path: Path, most: int, **settings: Any
+) -> Agent:
     model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
     config = AgentConfig(
-        record_dir=tmp_path / "runs", settle_seconds=0.5, max_actions_per_reply=most
+        record_dir=tmp_path / "runs", settle_seconds=0.5, max_actions_per_reply=most, **settings
     )
     return Agent(model, settings=config, grounding=GroundingConfig("auto"), backend=x11)
 
@@ -95,13 +98,19 @@ FILL = (
 
 
 def on_the_form(
-    apps: Any, x11: Any, tmp_path: Path, calls: tuple[str, ...], last: str = "agent.done()"
+    apps: Any,
+    x11: Any,
+    tmp_path: Path,
+    calls: tuple[str, ...],
+    last: str = "agent.done()",
+    **settings: Any,
 ) -> tuple[RunResult, str]:
     """A run on gtk3-demo's form with up to 4 actions per reply: the model answers ``calls``
     in one reply, then ``last``. The result, and the text of the second request."""
     _form(apps, x11)
     with ScriptedModelServer([reply(act(*calls)), reply(act(last))]) as server:
-        result = agent_for(server, x11, tmp_path, 4).run("Fill in Ada Lovelace")
+        agent = agent_for(server, x11, tmp_path, 4, **settings)
+        result = agent.run("Fill in Ada Lovelace")
         return result, _text(server.requests[1])
 
 
@@ -176,6 +185,23 @@ def test_a_target_not_found_stops_the_sequence(
     assert "not run: agent.type(text='Lovelace')" in second
 
 
+def test_the_safety_gate_judges_each_action_of_a_sequence(
+    apps: Any, x11: Any, desktop: Any, tmp_path: Path
+) -> None:
+    safety = SafetyConfig(rules=(SafetyRule("deny", actions=("type",), text="Lovelace"),))
+    calls = (FILL[0], FILL[3], FILL[2], FILL[1])  # Lovelace first: refused, and the rest with it
+    result, second = on_the_form(apps, x11, tmp_path, calls, "agent.fail()", safety=safety)
+    assert result.status is RunStatus.FAILED, result
+    assert _entries(desktop) == {"Entry 1": "", "Entry 2": ""}  # neither name was typed
+    steps = load_trajectory(result.trajectory_dir).steps
+    assert [s.outcome for s in steps] == ["ok", "error", "terminal"]
+    assert steps[1].safety is not None
+    assert steps[1].safety["allowed"] is False
+    assert "failed: agent.type(text='Lovelace')" in second
+    assert "not run: agent.hotkey(keys=('tab',))" in second
+    assert "not run: agent.type(text='Ada')" in second
+
+
 def test_mousepad_edited_and_saved_from_one_reply_through_the_command_line(
     apps: Any, x11: Any, tmp_path: Path
 ) -> None:
@@ -216,6 +242,13 @@ def test_mousepad_edited_and_saved_from_one_reply_through_the_command_line(
     page = html.unescape(Path(shown.output.strip()).read_text())
     for call in [s.action_text for s in steps]:
         assert call in page, call
+    assert "action 3 of 3 of step 1's reply (its model call is recorded there)" in page
+    # a workflow kept from the run has each action as a step, and buy milk as a parameter
+    db = ["--db", str(tmp_path / "memory.sqlite3")]
+    saved = CliRunner().invoke(app, ["workflow", "save", str(folder), "milk", *db])
+    assert saved.exit_code == 0, saved.output
+    assert "saved workflow milk: 4 steps" in saved.output
+    assert "--set text_1=buy milk" in saved.output
     editor.proc.terminate()  # the file as it was, in a fresh editor
     editor.proc.wait(5)
     doc.write_text("call the bank\n")

@@ -34,6 +34,7 @@ from agent_s.loop.draft import Draft
 from agent_s.prompting import render
 from agent_s.record.step import InReply, Step, call_text
 
+_DETAIL = 300  # characters of a failed action's detail in the report
 # a document's "modified" mark around a title: "*todo.txt - Mousepad", "todo.txt •"
 _MODIFIED = re.compile(r"^\s*[*●•]\s*|\s*[*●•]\s*$")
 
@@ -94,11 +95,6 @@ class ActionSequence(Collaborator):
         self._assumed: Assumed | None = None
         self._report: str | None = None  # for the next request
 
-    @property
-    def pending(self) -> int:
-        """How many actions of the current reply are still to carry out."""
-        return len(self._queue)
-
     def begin(
         self, actions: Sequence[ActionModel], observation: Observation, draft: Draft
     ) -> ActionModel:
@@ -133,7 +129,8 @@ class ActionSequence(Collaborator):
         if self._place is None or step.sequence != self._place or step.action is None:
             return
         if step.outcome != "ok":  # not found, refused, failed, the user intervened
-            failed = f"{call_text(step.action)} did not go well: {step.detail}"
+            detail = step.detail if len(step.detail) <= _DETAIL else step.detail[:_DETAIL] + "…"
+            failed = f"{call_text(step.action)} did not go well: {detail}"
             self._stop(f"action {step.sequence.index} ({failed})", failed=step.action)
         elif self._queue:
             self._ran.append(call_text(step.action))
