@@ -29,7 +29,9 @@ from agent_s.actions import ActionParseError, parse_actions
 from agent_s.cli.main import app
 from agent_s.grounding import AccessibilityTree
 from agent_s.loop.sequence import same_title
-from agent_s.settings.config import SafetyConfig, SafetyRule
+from agent_s.prompting import detect_platform, worker_system_prompt
+from agent_s.settings.config import ConfigError, SafetyConfig, SafetyRule
+from agent_s.settings.read import flag_values, load_settings
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
@@ -279,3 +281,29 @@ def test_a_reply_holds_at_most_the_allowed_actions_and_ends_alone() -> None:
 def test_a_modified_mark_is_no_change_of_title() -> None:
     assert same_title("todo.txt - Mousepad", "*todo.txt - Mousepad")
     assert not same_title("todo.txt - Mousepad", "Save As")
+
+
+def test_the_setting_is_read_from_the_file_the_variable_and_the_flag(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[run]\nmax_actions_per_reply = 3\n")
+    environ = {"AGENT_S_CONFIG": str(config)}
+    assert load_settings(environ=environ).build_agent_config().max_actions_per_reply == 3
+    environ["AGENT_S_MAX_ACTIONS_PER_REPLY"] = "4"
+    assert load_settings(environ=environ).build_agent_config().max_actions_per_reply == 4
+    flags = flag_values({"--max-actions-per-reply": 2})
+    assert load_settings(flags, environ=environ).build_agent_config().max_actions_per_reply == 2
+    assert AgentConfig().max_actions_per_reply == 1
+    with pytest.raises(ConfigError, match="less than or equal to 10") as info:
+        load_settings(flag_values({"--max-actions-per-reply": 11}), environ={})
+    assert info.value.setting == "--max-actions-per-reply"
+
+
+def test_the_prompt_offers_several_actions_only_when_allowed_with_an_example_that_parses() -> None:
+    linux = detect_platform(1280, 800, system="linux", environ={"XDG_CURRENT_DESKTOP": "openbox"})
+    assert "Several actions in one reply" not in worker_system_prompt(linux)
+    offered = worker_system_prompt(linux, most=4)
+    assert "you may write up to 4 of them" in offered
+    section = offered[offered.index("Several actions in one reply") :]
+    block = section[section.index("```python") : section.index("```\n\n") + 3]
+    assert [a.action for a in parse_actions(block, 4)] == ["click", "type", "type"]
+    assert [a.action for a in parse_actions(block, 3)] == ["click", "type", "type"]
