@@ -7,9 +7,9 @@
 Callers that drive their own loop use ``start(task)``, then ``step(observation, execute=...)``
 per step, then ``finish(...)`` (``agent_s.compat.AgentS3`` is built on that). Each part of a
 step has its module in this package (``observe``, ``request``, ``generation``, ``calls``,
-``act``); planning (``planhost``), recording, memory, set-of-marks, run control and refusals
-are collaborators called at named points (``collaborators``). Each action is executed at most
-once, and each model or grounding call made once per action.
+``act``); planning (``planhost``), recording, memory, set-of-marks, run control, a reply's later
+actions (``sequence``) and refusals are collaborators called at named points (``collaborators``).
+Each action is executed at most once and grounded once; the model is called once per reply.
 """
 
 from __future__ import annotations
