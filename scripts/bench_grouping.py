@@ -100,7 +100,6 @@ FORMS: dict[str, dict[str, Any]] = {
             {"type": "activate_window", "parameters": {"window_name": "LibreOffice Calc"}},
         ],
         "reference": [
-            "agent.click(element_description='(81, 231)')",  # A1 (its a11y box is off by the bar)
             "agent.type(text='Ada')",
             "agent.hotkey(keys=['tab'])",
             "agent.type(text='Lovelace')",

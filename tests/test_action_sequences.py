@@ -266,6 +266,32 @@ def test_mousepad_edited_and_saved_from_one_reply_through_the_command_line(
     assert doc.read_text().rstrip("\n") == "buy milk"
 
 
+def test_a_calc_row_is_typed_from_one_reply(apps: Any, x11: Any, tmp_path: Path) -> None:
+    apps(["localc", "--norestore"], window="LibreOffice Calc", timeout=60)
+    x11.activate("LibreOffice Calc")
+    script = [
+        reply(act('agent.type(text="Ada")', 'agent.hotkey(keys=["tab"])')),
+        reply(act('agent.type(text="Lovelace")', 'agent.hotkey(keys=["tab"])')),
+        reply(act('agent.type(text="1815")', 'agent.hotkey(keys=["enter"])')),
+        reply(act("agent.done()")),
+    ]
+    with ScriptedModelServer(script) as server:
+        result = agent_for(server, x11, tmp_path, 4).run("Type the row Ada, Lovelace, 1815")
+    assert result.status is RunStatus.SUCCEEDED, result
+    assert result.model_calls == 4
+    assert result.steps == 7
+    # the row as Calc copies it: every value in its cell (the focused-field query that would
+    # stop Calc taking input is not made: agent_s.desktop.watch.UNASKED)
+    x11.clipboard_set("")
+    for keys in (["ctrl", "home"], ["ctrl", "shift", "end"], ["ctrl", "c"]):
+        x11.hotkey(keys)
+        time.sleep(0.3)
+    deadline = time.monotonic() + 5
+    while not x11.clipboard_get().strip() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert x11.clipboard_get().strip().split("\t") == ["Ada", "Lovelace", "1815"]
+
+
 def test_a_reply_holds_at_most_the_allowed_actions_and_ends_alone() -> None:
     reply_text = act(*FILL)
     assert len(parse_actions(reply_text, 4)) == 4
