@@ -17,7 +17,7 @@ disk), a new mousepad document saved under a name (whose reply the Save As dialo
 the name is typed: the file on disk), gtk3-demo's dialog form filled in (the entries' text, read
 from the accessibility tree) and a row typed into a new LibreOffice Calc sheet (the cells,
 copied from Calc). A line per task
-gives the calls and scores both ways; the total, the calls saved.
+gives the calls and scores both ways; the suite's, the forms' and the total, the calls saved.
 """
 
 from __future__ import annotations
@@ -323,20 +323,31 @@ def main(argv: list[str] | None = None) -> int:
         row = {"task": name, "n1": one, f"n{given.most}": several}
         rows.append(row)
         print(json.dumps(row) if given.json else _line(name, one, several), flush=True)
-    calls_one = sum(r["n1"]["model_calls"] for r in rows)
-    calls_many = sum(r[f"n{given.most}"]["model_calls"] for r in rows)
-    same = all(r["n1"].get("score") == r[f"n{given.most}"].get("score") for r in rows)
-    fewer = 1 - calls_many / calls_one if calls_one else 0.0
+    parts = {
+        f"suite {given.suite}": [r for r in rows if not r["task"].startswith("forms/")],
+        "forms": [r for r in rows if r["task"].startswith("forms/")],
+        "total": rows,
+    }
+    totals = {name: _total(part, given.most) for name, part in parts.items() if part}
     if given.json:
-        total = {"n1": calls_one, f"n{given.most}": calls_many, "fewer": fewer, "same": same}
-        print(json.dumps({"total": total, "out": str(out)}))
-    else:
+        print(json.dumps({**totals, "out": str(out)}))
+        return 0
+    for name, total in totals.items():
         print(
-            f"{'total':28} N=1: {calls_one:3d} calls | N={given.most}: {calls_many:3d} calls | "
-            f"{fewer:.0%} fewer model calls | scores {'the same' if same else 'DIFFER'}"
+            f"{name:28} N=1: {total['n1']:3d} calls | N={given.most}: {total['grouped']:3d} calls"
+            f" | {total['fewer']:.0%} fewer model calls | scores "
+            + ("the same" if total["same"] else "DIFFER")
         )
-        print(f"runs in {out}")
+    print(f"runs in {out}")
     return 0
+
+
+def _total(rows: list[dict[str, Any]], most: int) -> dict[str, Any]:
+    """The calls of ``rows`` both ways, the share saved, and whether every score is the same."""
+    one = sum(r["n1"]["model_calls"] for r in rows)
+    grouped = sum(r[f"n{most}"]["model_calls"] for r in rows)
+    same = all(r["n1"].get("score") == r[f"n{most}"].get("score") for r in rows)
+    return {"n1": one, "grouped": grouped, "fewer": 1 - grouped / one if one else 0.0, "same": same}
 
 
 def _line(name: str, one: dict[str, Any], several: dict[str, Any]) -> str:
