@@ -268,6 +268,7 @@ def worker_system_prompt(
     native_image: tuple[int, int] | None = None,
     code_agent: bool | None = None,
     marks: bool = False,
+    most: int = 1,
 ) -> str:
     """The GUI worker's system prompt: platform hints, the action catalogue, how to reply.
 
@@ -278,7 +279,9 @@ def worker_system_prompt(
     ``code_agent``: whether ``call_code_agent`` is offered (None: whether the catalogue lists
     it); when it is not, the prompt does not mention the code agent at all. ``marks``: the
     screenshots carry numbered marks (set-of-marks), named with ``mark=N``; pass a catalogue
-    made with ``action_catalogue(marks=True)`` (the default one is, then).
+    made with ``action_catalogue(marks=True)`` (the default one is, then). ``most`` above 1:
+    a reply may hold up to that many actions (``agent_s.loop.sequence``), and the prompt says
+    when to group them.
     """
     if catalogue is None:
         from agent_s.actions.catalogue import action_catalogue
@@ -316,6 +319,7 @@ def worker_system_prompt(
         action_catalogue=catalogue.strip(),
         primary_modifier=modifier,
         code_agent=template.render("work.code_agent") if code_agent else "",
+        sequence=template.render("sequence", most=most) if most > 1 else "",
     )
 
 

@@ -172,6 +172,7 @@ def run(
         int | None, typer.Option(help="Step limit per task (env AGENT_S_MAX_STEPS).")
     ] = None,
     max_cost: _MaxCost = None,
+    max_actions_per_reply: options.MaxActionsPerReply = None,
     file_cache: _FileCache = None,
     screen: Annotated[str, typer.Option(help="Virtual screen size.")] = "1280x800",
     backend: Annotated[
@@ -274,6 +275,7 @@ def run(
                 grounds,
                 planning,
                 max_steps=max_steps,
+                max_actions_per_reply=max_actions_per_reply,
                 safety=safety,
                 code_sandbox=code_sandbox,
                 code_agent=code_agent,

@@ -143,6 +143,16 @@ Monitor = Annotated[
         "number N as `agent-s doctor` lists them (env AGENT_S_MONITOR).",
     ),
 ]
+MaxActionsPerReply = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="N",
+        help="Let the model answer with up to N actions at once (filling a form's fields), each "
+        "checked against a fresh screenshot before it runs (default 1; env "
+        "AGENT_S_MAX_ACTIONS_PER_REPLY).",
+    ),
+]
 Plan = Annotated[
     str | None,
     typer.Option(

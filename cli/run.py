@@ -486,6 +486,7 @@ def run(
             "AGENT_S_A11Y_SNAPSHOT).",
         ),
     ] = None,
+    max_actions_per_reply: options.MaxActionsPerReply = None,
     safety: options.Safety = None,
     code_sandbox: Annotated[
         str | None,
@@ -557,6 +558,7 @@ def run(
                 record=record,
                 reflection=reflection,
                 a11y_snapshot=a11y_snapshot,
+                max_actions_per_reply=max_actions_per_reply,
                 monitor=monitor,
                 safety=safety,
                 code_sandbox=code_sandbox,

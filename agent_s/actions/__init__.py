@@ -37,7 +37,14 @@ from agent_s.actions.models import (
     TypeAction,
     WaitAction,
 )
-from agent_s.actions.parse import REPLY_STYLES, ParsedReply, ReplyStyle, parse_action, parse_reply
+from agent_s.actions.parse import (
+    REPLY_STYLES,
+    ParsedReply,
+    ReplyStyle,
+    parse_action,
+    parse_actions,
+    parse_reply,
+)
 from agent_s.actions.pointing import literal_point, point_description
 from agent_s.actions.render import render
 from agent_s.errors import ActionParseError
@@ -75,6 +82,7 @@ __all__ = [
     "action_json_schema",
     "literal_point",
     "parse_action",
+    "parse_actions",
     "point_description",
     "primary_modifier",
     "render",

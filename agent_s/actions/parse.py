@@ -1,4 +1,6 @@
-"""Read exactly one action from a model reply, statically: nothing in the reply is executed.
+"""Read exactly one action from a model reply, statically: nothing in the reply is executed
+(``parse_action``), or a short sequence of them, one call per line (``parse_actions``: when a
+run allows several actions per reply).
 
 Our own forms, in or out of ``` fences:
 
@@ -39,7 +41,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 
 from pydantic import ValidationError
 
@@ -83,6 +85,8 @@ _HOW = (
     "Reply with exactly one action as a call with literal arguments in a ```python block, "
     'e.g. agent.click("the OK button").'
 )
+_ALONE = ("done", "fail", "ask_user", "call_code_agent")  # never part of a sequence
+T = TypeVar("T")
 _TOOLS = ("computer", "computer_use", "computer_20250124", "computer_20241022", "mobile_use")
 
 
@@ -127,6 +131,45 @@ def parse_reply(text: str) -> ParsedReply:
     """``parse_action``, with the style the action was written in."""
     if not isinstance(text, str):
         raise TypeError(f"parse_action needs the reply text, got {type(text).__name__}")
+    model, style = _checked(lambda: _parse(text), text)
+    return ParsedReply(cast(Action, model), style)  # one of the union's models
+
+
+def parse_actions(text: str, most: int = 1) -> tuple[Action, ...]:
+    """The actions in ``text``, in order: one, or a short sequence of at most ``most`` (one
+    call per line in the block); raise ``ActionParseError`` otherwise. A reply with more than
+    ``most`` actions is refused whole (kind "several"), never cut to its first ones: the model
+    chose them as a sequence. ``done``, ``fail``, ``ask_user`` and ``call_code_agent`` end or
+    hand off the turn, so they stand alone in their reply. ``most`` 1 is ``parse_action``.
+    Nothing is executed."""
+    if most < 1:
+        raise ValueError(f"most must be at least 1, got {most}")
+    if most == 1:
+        return (parse_action(text),)
+    found = _checked(lambda: _found(text), text)
+    if len(found) > most:
+        shown = ", ".join(f.label for f in found[:5]) + (", ..." if len(found) > 5 else "")
+        raise ActionParseError(
+            f"found {len(found)} actions ({shown}); reply with at most {most} actions per turn, "
+            "one call per line in one block, and only actions whose targets are visible now",
+            kind="several",
+        )
+    actions = tuple(cast(Action, _checked(f.build, text)) for f in found)
+    if len(actions) > 1:
+        alone = [a.action for a in actions if a.action in _ALONE]
+        if alone:
+            raise ActionParseError(
+                f"{alone[0]} must be the only action of its reply (it ends or hands off the "
+                f"turn); reply with the other {len(actions) - len(alone)} action(s) now and "
+                f"{alone[0]} alone once the screen shows the result, e.g. "
+                f"{example(ACTION_MODELS[alone[0]])}",
+                kind="several",
+            )
+    return actions
+
+
+def _checked(read: Callable[[], T], text: str) -> T:
+    """``read()``, any failure to read ``text`` turned into an ``ActionParseError``."""
     if len(text) > MAX_REPLY_CHARS:
         raise ActionParseError(
             f"the reply is {len(text)} characters long; at most {MAX_REPLY_CHARS} are read. "
@@ -134,8 +177,7 @@ def parse_reply(text: str) -> ParsedReply:
             kind="syntax",
         )
     try:
-        model, style = _parse(text)
-        return ParsedReply(cast(Action, model), style)  # one of the union's models
+        return read()
     except ActionParseError:
         raise
     except (RecursionError, MemoryError):
@@ -149,6 +191,13 @@ def parse_reply(text: str) -> ParsedReply:
 
 
 def _parse(text: str) -> tuple[ActionModel, ReplyStyle]:
+    found = _found(text)
+    _exactly_one([f.label for f in found])
+    return found[0].build(), found[0].style
+
+
+def _found(text: str) -> list[_Found]:
+    """Every action in the reply, in order, not yet validated."""
     # Fenced code first (calls, pyautogui code), then fenced JSON, then the whole reply likewise.
     fences = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
     found = [f for lang, body in fences if lang not in _JSON_FENCES for f in _in_code(body)]
@@ -166,8 +215,7 @@ def _parse(text: str) -> tuple[ActionModel, ReplyStyle]:
                 kind="syntax",
             )
         raise ActionParseError(f"no action found. {_HOW} Valid actions: {_VALID}.", kind="none")
-    _exactly_one([f.label for f in found])
-    return found[0].build(), found[0].style
+    return found
 
 
 def _broken_json(text: str) -> bool:

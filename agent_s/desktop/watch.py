@@ -30,6 +30,9 @@ from agent_s.desktop.base import WindowInfo
 LOCK_WAIT = 1.0  # seconds a field read waits for a walk to end before reading nothing
 READ_BUDGET = 0.3  # seconds a field read may take once it has the bus
 SLOW_PAUSE = 60.0  # seconds an application that took longer is left alone
+# applications never asked for their focused element: LibreOffice answers the query by walking
+# every cell of a sheet, and takes no input until it is done (a row typed after it is lost)
+UNASKED = frozenset({"soffice"})
 MAX_FIELD_CHARS = 20_000  # text read from the focused field (a document's first characters)
 QUOTE_CHARS = 120  # the longest text quoted to the model whole
 MAX_SENTENCES = 6  # window changes reported per action; the rest are counted
@@ -243,7 +246,8 @@ class FieldReader:
     seconds of its own (waiting for the accessibility grounder's walk to release the bus is
     not counted, up to ``LOCK_WAIT``). An application that answered that slowly (LibreOffice
     on a busy bus takes seconds) is not asked again for ``SLOW_PAUSE`` seconds, and while a
-    given-up read still waits for its answer no new one starts.
+    given-up read still waits for its answer no new one starts. The applications of
+    ``UNASKED`` are never asked: the query itself stops them taking input.
     """
 
     def __init__(self, budget: float = READ_BUDGET) -> None:
@@ -337,7 +341,7 @@ class FieldReader:
 
     def _read(self, atspi: Any, pid: int) -> FieldState | None:
         app = self._application(atspi, pid)
-        if app is None:
+        if app is None or (app.get_name() or "") in UNASKED:
             return None
         order = atspi.CollectionSortOrder.CANONICAL
         found = atspi.Collection.get_matches(app, self._rule, order, 8, True)

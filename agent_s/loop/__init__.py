@@ -8,8 +8,10 @@ read into one typed action, or sent back with why not) -> parse (``agent_s.actio
 (``agent_s.record``) -> learn (``agent_s.memory``).
 
 ``agent`` is the short loop that calls them, building each step in a ``draft``. Recording,
-memory, set-of-marks, run control (``control``) and refusals are collaborators it calls at named
-points (``collaborators``); planning runs the loop subtask by subtask through ``planhost``.
+memory, set-of-marks, run control (``control``), a reply's later actions (``sequence``: several
+actions per reply, each a step checked against a fresh capture) and refusals are collaborators
+it calls at named points (``collaborators``); planning runs the loop subtask by subtask through
+``planhost``.
 
 May use: every lower package (actions, models, desktop, settings, guards, grounding, safety,
 coding, marks, planning, memory, record). Used by: the applications (cli, mcp, bench, bestofn,

@@ -7,9 +7,9 @@
 Callers that drive their own loop use ``start(task)``, then ``step(observation, execute=...)``
 per step, then ``finish(...)`` (``agent_s.compat.AgentS3`` is built on that). Each part of a
 step has its module in this package (``observe``, ``request``, ``generation``, ``calls``,
-``act``); planning (``planhost``), recording, memory, set-of-marks, run control and refusals
-are collaborators called at named points (``collaborators``). Each action is executed at most
-once, and each model or grounding call made once per action.
+``act``); planning (``planhost``), recording, memory, set-of-marks, run control, a reply's later
+actions (``sequence``) and refusals are collaborators called at named points (``collaborators``).
+Each action is executed at most once and grounded once; the model is called once per reply.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from agent_s.loop.generation import generate
 from agent_s.loop.observe import Observer, capture
 from agent_s.loop.planhost import PlanHost
 from agent_s.loop.request import Requests, checked_task, summary, with_snapshot
+from agent_s.loop.sequence import ActionSequence
 from agent_s.marks.setofmarks import Marker
 from agent_s.memory import MemoryStore
 from agent_s.memory.runmemory import RunMemory
@@ -94,16 +95,14 @@ class Agent:
         memory: MemoryStore | None = None,
         reuse: Collaborator | None = None,
     ) -> None:
-        """``approver``: asked when the safety mode wants approval; without one such actions
-        are refused (see ``agent_s.safety.gate``). ``ask_user``: answers the model's ``ask_user``
-        questions (None or an empty answer: the run ends as ``needs_input`` with the question).
-        ``on_retry``: a progress line per model retry. ``on_plan``: each plan, check, switch
-        and replan of a planned run (``agent_s.planning.manager``), as it happens.
-        ``platform``: ``linux``, ``windows`` or ``darwin``, the OS the screens come from;
-        None: this machine's. ``control``: pause, take over, hand back and stop the run from
-        another thread (``agent_s.loop.control``). ``memory``: a memory store (``agent_s.memory``)
-        whose relevant entries the prompts show and which learns from each recorded run
-        (``settings.memory``); None, the default: no memory. ``reuse``: ``replay.reuse.Reuse``."""
+        """``approver``: asked when the safety mode wants approval (none: such actions are
+        refused, ``agent_s.safety.gate``). ``ask_user``: answers the model's questions (None or
+        empty: the run ends ``needs_input``). ``on_retry``: a line per model retry. ``on_plan``:
+        each plan, check, switch and replan (``agent_s.planning.manager``). ``platform``: the OS
+        the screens come from (None: this machine's). ``control``: pause, take over, hand back
+        and stop from another thread (``agent_s.loop.control``). ``memory``: a store whose
+        entries the prompts show and which learns from each run (None: no memory). ``reuse``: a
+        stored workflow replayed first (``agent_s.replay.reuse``)."""
         self.model = model
         self._settings = settle_agent_config(settings or AgentConfig())
         self.grounding = grounding or GroundingConfig()
@@ -133,7 +132,9 @@ class Agent:
         if self._memory is not None:
             self._actor.recall = lambda job: self._recall("code_agent", job, "code")
         self._recording = Recording(lambda: self.settings.record_dir, self._redactor, self._header)
-        self._points = assemble(self._recording, control, self._memory, marks, redactor, reuse)
+        self._sequence = ActionSequence()  # a reply's later actions (max_actions_per_reply)
+        parts = (self._recording, control, self._memory, marks, redactor, self._sequence)
+        self._points = assemble(*parts, reuse=reuse)
         self._observer = Observer(self._profile.image_spec, self._locator, self._points)
         self.reset()
 
@@ -267,8 +268,9 @@ class Agent:
         with draft.timed("build"):
             system = self._requests.system(observation, execute, sent, desktop=self._desktop_name())
         self._recording.image(sent, draft)
-        if given is None:
-            action, reply = self._generate(observation, system, sent, listed)
+        if given is None:  # the rest of the last reply's actions first, while the screen holds
+            queued = self._sequence.next(observation, draft)
+            action, reply = queued or self._generate(observation, system, sent, listed)
         else:  # the manager hands a subtask to the code agent, a replay its steps: no call
             action, reply = given, ""
         draft.set(action=action, reply=reply, action_text=call_text(action))
@@ -309,21 +311,17 @@ class Agent:
         sent: EncodedImage,
         listed: Observation | None,
     ) -> tuple[ActionModel, str]:
-        """The worker's request for this step and its action (reflection first, when on)."""
+        """The worker's request for this step and its action (reflection first, when on); a
+        reply's later actions wait in the sequence (``agent_s.loop.sequence``)."""
         draft = self._draft
         reflection = None
         if self.settings.reflection:
             asked = self._requests.reflection(self._worker_task, self._history, sent)
             reflection = self._calls.reflect(asked)
         with draft.timed("build"):
+            task, notes = self._worker_task, self._actor.notes
             messages = self._requests.worker(
-                system,
-                self._worker_task,
-                self._history,
-                sent,
-                self._actor.notes,
-                reflection,
-                listed,
+                system, task, self._history, sent, notes, reflection, listed
             )
         a11y = None
         if self.settings.a11y_snapshot:
@@ -336,14 +334,16 @@ class Agent:
         for note in self._points.notes(point):
             messages = with_snapshot(messages, note)
         draft.set(request=summary(messages, sent, reflection is not None, a11y))
-        return generate(
+        actions, reply = generate(
             lambda asked: self._calls.call(asked, "generate"),
             messages,
             tries=self.settings.max_invalid_replies + 1,
             policy=self.settings.context,
             on_call=lambda call: draft.add(calls=[call]),
             check=self._points.check,
+            most=self.settings.max_actions_per_reply,
         )
+        return self._sequence.begin(actions, observation, draft), reply
 
     def _recall(self, role: str, query: str, purpose: str) -> str:
         """``role``'s memory section for ``query`` ("" without memory or relevant entries)."""

@@ -355,16 +355,18 @@ def assemble(
     memory: Remembering | None,
     marks: Marks,
     redactor: Redactor,
+    *others: Collaborator,
     reuse: Collaborator | None = None,
 ) -> Collaborators:
     """One agent's collaborators: the recording first (the folder is complete before memory
-    learns), then in the order their notes go into a request: the user's note, memory, marks;
+    learns), then in the order their notes go into a request: the user's note, memory, marks,
+    ``others`` (the rest of a reply's actions, ``agent_s.loop.sequence``), the refusals;
     ``reuse`` (a stored workflow replayed first, ``agent_s.replay.reuse``) last."""
     members: list[Collaborator] = [recording]
     members += [Control(control)] if control is not None else []
     members += [memory] if memory is not None else []
     extra = [reuse] if reuse is not None else []
-    return Collaborators([*members, marks, Refusals(redactor.text), *extra])
+    return Collaborators([*members, marks, *others, Refusals(redactor.text), *extra])
 
 
 __all__ = [

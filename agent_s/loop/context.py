@@ -134,10 +134,13 @@ def build_messages(
     max_steps: int | None = None,
     today: str | None = None,
     windows: str | None = None,
+    most: int = 1,
 ) -> tuple[Message, ...]:
     """The worker request for the step after ``steps`` (see the module docstring for layout).
     ``today``: the date line, after the task; ``windows``: the open windows, after the current
-    screen (both already rendered; None leaves them out)."""
+    screen (both already rendered; None leaves them out); ``most``: the actions a reply may
+    hold. A step that carried out a later action of an earlier reply (``Step.sequence``) adds
+    its result to that reply's turn: the model saw no screen and wrote no reply of its own."""
     _check_order(steps)
     current = steps[-1].step + 1 if steps else 1
     keep = policy.keep_images - 1  # the current screen is the last image
@@ -151,6 +154,10 @@ def build_messages(
     if older:
         parts.append(TextPart(render("worker", "history", lines=history_lines(older, policy))))
     for record in kept:
+        if record.sequence is not None and record.sequence.shared:
+            result = _result(record, policy)
+            parts.append(TextPart(render("worker", "result", step=record.step, result=result)))
+            continue
         parts += [
             TextPart(render("worker", "screen", step=record.step)),
             _image(record, history=True).to_part(),
@@ -168,12 +175,18 @@ def build_messages(
     if reflection and reflection.strip():
         clipped = _clip_block(reflection.strip(), policy.result_chars)
         parts.append(TextPart(render("worker", "reflection", reflection=clipped)))
-    if max_steps is None:
-        parts.append(TextPart(render("worker", "next", step=current)))
-    else:
-        parts.append(TextPart(render("worker", "next_limited", step=current, max_steps=max_steps)))
+    parts.append(TextPart(_closing(current, max_steps, most)))
     messages.append(_message("user", parts))
     return tuple(messages)
+
+
+def _closing(step: int, max_steps: int | None, most: int) -> str:
+    """What to do now: reply with one action (or up to ``most``), at step ``step``."""
+    several = {"most": most} if most > 1 else {}
+    name = "next_sequence" if several else "next"
+    if max_steps is None:
+        return render("worker", name, step=step, **several)
+    return render("worker", f"{name}_limited", step=step, max_steps=max_steps, **several)
 
 
 def with_feedback(
@@ -182,10 +195,15 @@ def with_feedback(
     error: str,
     *,
     policy: ContextPolicy = DEFAULT_POLICY,
+    most: int = 1,
 ) -> tuple[Message, ...]:
-    """``messages`` plus a rejected ``reply`` and the feedback for it, to ask again."""
+    """``messages`` plus a rejected ``reply`` and the feedback for it, to ask again (for a
+    reply of up to ``most`` actions)."""
     error = _clip_block(error.strip(), policy.result_chars)
-    feedback = render("worker", "invalid_reply", error=error)
+    if most > 1:
+        feedback = render("worker", "invalid_reply_sequence", error=error, most=most)
+    else:
+        feedback = render("worker", "invalid_reply", error=error)
     return (
         *messages,
         Message.text("assistant", _clip_block(reply.strip(), policy.reply_chars) or _EMPTY),

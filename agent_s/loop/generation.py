@@ -1,4 +1,6 @@
-"""One generation: the model's reply read into exactly one action, or sent back with why not.
+"""One generation: the model's reply read into exactly one action (or, when the run allows it,
+a short sequence of at most ``most``: ``agent_s.actions.parse.parse_actions``), or sent back
+with why not.
 
 Each try is one model call. A reply that is no valid action (empty, unparseable, several
 actions, cut off at the output limit) goes back to the model with the reason, at most
@@ -12,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from agent_s.actions import ActionModel, ActionParseError, parse_action
+from agent_s.actions import ActionModel, ActionParseError, parse_actions
 from agent_s.loop.context import ContextPolicy, with_feedback
 from agent_s.models.errors import OutputTruncated, Refused
 from agent_s.models.types import Message, ModelReply
@@ -34,19 +36,22 @@ def generate(
     policy: ContextPolicy,
     on_call: Callable[[ModelCall], None],
     check: Callable[[ActionModel], None] | None = None,
-) -> tuple[ActionModel, str]:
-    """(the action, the reply it came from). ``call`` makes one model call; ``on_call`` gets
-    the record of each (its reply, usage, and the problem fed back). ``check`` may refuse a
-    parsed action with an ``ActionParseError`` (a mark not on the screenshot), which is fed
-    back like any invalid reply."""
+    most: int = 1,
+) -> tuple[tuple[ActionModel, ...], str]:
+    """(the actions, in order: one unless ``most`` allows more, the reply they came from).
+    ``call`` makes one model call; ``on_call`` gets the record of each (its reply, usage, and
+    the problem fed back). ``check`` may refuse a parsed action with an ``ActionParseError``
+    (a mark not on the screenshot), which is fed back like any invalid reply; so is a reply
+    with more than ``most`` actions, whole."""
 
-    def parse(text: str) -> ActionModel:
+    def parse(text: str) -> tuple[ActionModel, ...]:
         if not text.strip():
             raise ActionParseError(EMPTY_REPLY, kind="none")
-        action = parse_action(text)
-        if check is not None:
-            check(action)
-        return action
+        actions = parse_actions(text, most)
+        for action in actions:
+            if check is not None:
+                check(action)
+        return actions
 
     return generate_parsed(
         call,
@@ -55,7 +60,9 @@ def generate(
         tries=tries,
         purpose="generate",
         on_call=on_call,
-        feedback=lambda sent, text, problem: with_feedback(sent, text, problem, policy=policy),
+        feedback=lambda sent, text, problem: with_feedback(
+            sent, text, problem, policy=policy, most=most
+        ),
         what="action",
     )
 

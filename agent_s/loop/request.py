@@ -7,6 +7,8 @@ describe elements for the grounder in use (``description_style``), and ``call_co
 offered only when the code agent is on and the agent executes actions itself. With native
 grounding the prompt states the size of the image sent, and is rebuilt if that size changes.
 With set-of-marks (``marks``) the prompt and the action list say how to name a mark.
+When a reply may hold several actions (``max_actions_per_reply``) the prompt says when to group
+them, and each request's closing line says how many.
 What changes during a run goes into the worker request instead: the date the task started
 (``Requests.start``) and the open windows of each observation, when they are known. The
 history in each request follows the context policy (``agent_s.loop.context``); the accessibility
@@ -154,6 +156,7 @@ class Requests:
                 native_image=native,
                 code_agent=self.code_offered,
                 marks=self.marks,
+                most=self.settings.max_actions_per_reply,
             )
             self._system, self._native_frame = (platform, prompt), native
         return self._system[1]
@@ -193,6 +196,7 @@ class Requests:
             max_steps=self.settings.max_steps,
             today=today_line(self.today) if self.today is not None else None,
             windows=windows,
+            most=self.settings.max_actions_per_reply,
         )
 
     def snapshot(self, observation: Observation) -> tuple[str | None, str]:

@@ -22,6 +22,9 @@ context policy reads the history from it, and ``on_step`` callbacks and the CLI 
     step.chosen_by     who chose the action: "model" (asked at this step), "replay" (a recorded
                        step carried out again: a replay, a stored workflow reused by ``run``)
                        or "planner" (the plan's manager handed a subtask to the code agent)
+    step.sequence      when the reply held several actions (``max_actions_per_reply``): the
+                       step whose model call chose this action, its place and how many there
+                       were; the steps after that one carry no call, no reply and no cost
 
 A code-agent turn is a ``SubStep``; a model call is a ``ModelCall``.
 """
@@ -101,6 +104,23 @@ class SubStep(BaseModel):
     error: str = ""
 
 
+class InReply(BaseModel):
+    """Where a step's action stands in a reply that held several (``Step.sequence``): the
+    reply is step ``first``'s (its call is recorded there, once), the action is number
+    ``index`` (from 1) of ``total``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    first: int
+    index: int
+    total: int
+
+    @property
+    def shared(self) -> bool:
+        """Whether the step shares an earlier step's model call (it is not the first)."""
+        return self.index > 1
+
+
 class Step(BaseModel):
     """One step of the agent (see the module docstring); one line of ``trajectory.jsonl``."""
 
@@ -131,6 +151,7 @@ class Step(BaseModel):
     dry_run_image: str | None = None
     safety: dict[str, Any] | None = None  # the safety gate's decision on the action
     substeps: tuple[SubStep, ...] = ()  # the code agent's turns (call_code_agent)
+    sequence: InReply | None = None  # one of several actions of one reply (see InReply)
     usage: Usage = Field(default_factory=Usage)  # the run's total when the step ended
     image: EncodedImage | None = Field(default=None, exclude=True, repr=False)  # as sent
     # a smaller copy for later requests, where this screen is no longer the current one
@@ -207,6 +228,7 @@ def call_text(action: ActionModel) -> str:
 
 __all__ = [
     "ChosenBy",
+    "InReply",
     "ModelCall",
     "Step",
     "StepOutcome",

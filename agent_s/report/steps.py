@@ -137,6 +137,14 @@ def _step_details(step: Step) -> str:
             + "".join(f"<li>{esc(e)}</li>" for e in step.errors)
             + "</ul>"
         )
+    if step.sequence is not None:  # one of several actions of one reply
+        place = step.sequence
+        whose = "this step's" if place.first == step.step else f"step {place.first}'s"
+        parts.append(
+            f"<p class='meta'>action {place.index} of {place.total} of {whose} reply"
+            + (" (its model call is recorded there)" if place.shared else "")
+            + "</p>"
+        )
     if step.reply:
         parts.append(
             "<details open><summary>The model's reply</summary>"

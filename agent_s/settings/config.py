@@ -521,6 +521,10 @@ class MemoryConfig:
             )
 
 
+#: the most actions a reply may carry (``AgentConfig.max_actions_per_reply``)
+MAX_ACTIONS_PER_REPLY = 10
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """How a run behaves: limits, retries, reflection, recording. Plain values, no I/O."""
@@ -540,6 +544,9 @@ class AgentConfig:
     # list the active window's named elements (role, name) in each worker request, when the
     # accessibility tree is available; off by default (it costs tokens and an AT-SPI walk)
     a11y_snapshot: bool = False
+    # at most this many actions per model reply, carried out one by one while the screen is
+    # still the one they were chosen on (agent_s.loop.sequence); 1: one action per reply
+    max_actions_per_reply: int = 1
     # which monitor each step captures: "all", "active" (the active window's) or a number
     monitor: MonitorChoice = "all"
     safety: SafetyConfig = field(default_factory=lambda: SafetyConfig())  # the SDK: "auto"
@@ -560,6 +567,12 @@ class AgentConfig:
         if self.max_invalid_replies < 0:
             raise ConfigError(
                 "max_invalid_replies must not be negative", setting="max_invalid_replies"
+            )
+        if not 1 <= self.max_actions_per_reply <= MAX_ACTIONS_PER_REPLY:
+            raise ConfigError(
+                f"max_actions_per_reply must be between 1 and {MAX_ACTIONS_PER_REPLY}, got "
+                f"{self.max_actions_per_reply}",
+                setting="--max-actions-per-reply",
             )
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ConfigError("max_seconds must be positive", setting="AGENT_S_MAX_SECONDS")
@@ -584,6 +597,7 @@ class AgentConfig:
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "MAX_ACTIONS_PER_REPLY",
     "PROVIDERS",
     "AgentConfig",
     "CodeAgentConfig",

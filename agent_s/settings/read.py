@@ -21,7 +21,7 @@ The file is ``$AGENT_S_CONFIG`` (an error if it does not exist) or
     [grounding]   mode, url, model, marks (set-of-marks: numbered marks on the screenshot),
                   convention (how the pointing model writes a point: agent_s.conventions)
     [limits]      max_steps, max_cost (USD), max_tokens, max_seconds
-    [run]         reflection, a11y_snapshot, record_dir, monitor
+    [run]         reflection, a11y_snapshot, record_dir, monitor, max_actions_per_reply
     [safety]      mode, allow_apps, allow_paths, secret_apps, allow_hosts, [[safety.rules]]
     [code_agent]  enabled, max_steps, timeout, sandbox, memory_mb, workdir, writable, ...
     [secrets]     env (names of variables holding secrets), files (one secret per line)
@@ -63,6 +63,7 @@ from agent_s.models.errors import ProfileConfigError
 from agent_s.models.profiles import ProfileRegistry
 from agent_s.settings.config import (
     DEFAULT_MAX_STEPS,
+    MAX_ACTIONS_PER_REPLY,
     READERS,
     AgentConfig,
     CodeAgentConfig,
@@ -110,6 +111,10 @@ SETTINGS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("run", "a11y_snapshot"): ("--a11y-snapshot", "AGENT_S_A11Y_SNAPSHOT"),
     ("run", "record_dir"): ("--record", "AGENT_S_RECORD_DIR"),
     ("run", "monitor"): ("--monitor", "AGENT_S_MONITOR"),
+    ("run", "max_actions_per_reply"): (
+        "--max-actions-per-reply",
+        "AGENT_S_MAX_ACTIONS_PER_REPLY",
+    ),
     ("plan", "mode"): ("--plan", "AGENT_S_PLAN"),
     ("plan", "max_replans"): ("--max-replans", "AGENT_S_MAX_REPLANS"),
     ("plan", "subtask_steps"): ("--subtask-steps", "AGENT_S_SUBTASK_STEPS"),
@@ -199,6 +204,8 @@ class RunSection(_Table):
     a11y_snapshot: bool = False
     record_dir: UserPath | None = None
     monitor: MonitorChoice = "all"  # agent_s.desktop.monitors
+    # several actions per reply (agent_s.loop.sequence); 1: one per reply
+    max_actions_per_reply: int = Field(1, ge=1, le=MAX_ACTIONS_PER_REPLY)
 
     @field_validator("monitor", mode="before")
     @classmethod
@@ -349,6 +356,7 @@ class Settings(BaseSettings):
             "a11y_snapshot": self.run.a11y_snapshot,
             "record_dir": self.run.record_dir,
             "monitor": self.run.monitor,
+            "max_actions_per_reply": self.run.max_actions_per_reply,
             "safety": self.safety,
             "code": self.code_agent,
             "plan": self.plan.build(),
