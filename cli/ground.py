@@ -54,6 +54,7 @@ def _observe(image: Path | None, err: Console) -> Observation:
             )
             raise typer.Exit(2) from error
         return Observation(Screenshot(pixels))
+    from agent_s.desktop.base import extents_on_screen
     from agent_s.desktop.choose import choose_backend, open_backend
 
     choice = choose_backend(os.environ)
@@ -71,7 +72,12 @@ def _observe(image: Path | None, err: Console) -> Observation:
         raise typer.Exit(2)
     try:
         with open_backend() as backend:
-            return Observation(backend.capture(), tuple(backend.windows()), backend.geometry())
+            return Observation(
+                backend.capture(),
+                tuple(backend.windows()),
+                backend.geometry(),
+                extents_on_screen(backend),
+            )
     except AgentSError as error:
         err.print(
             f"[red]cannot capture the screen: {escape(str(error))}[/] (or pass --image FILE)",

@@ -325,6 +325,14 @@ class AccessibilityGrounder:
 
     def _read(self, observation: Observation, future: Future[Any]) -> None:
         try:
+            if not observation.extents_on_screen:
+                raise GrounderUnavailable(
+                    "this session's accessibility boxes are relative to their windows, not the "
+                    "screen (KWin on Wayland tells applications no position), so they are not "
+                    "used for points here; the screenshot's text and controls are",
+                    grounder=self.name,
+                    reason="accessibility boxes not on the screen",
+                )
             elements = self.tree.elements()
             if not elements and not self.tree.applications():
                 raise GrounderUnavailable(

@@ -92,11 +92,14 @@ class Observation:
     ``windows`` (front-most first, as ``DesktopBackend.windows()`` lists them) lets grounders
     crop to the active window, resolve "in the dialog" and skip covered elements; ``geometry``
     lets the transform chain check that a point lies on a monitor. Both are optional.
+    ``extents_on_screen``: False where the session's accessibility boxes are not screen
+    coordinates (KWin on Wayland: relative to their window), so they are not used for points.
     """
 
     screenshot: Screenshot
     windows: tuple[WindowInfo, ...] = ()
     geometry: ScreenGeometry | None = None
+    extents_on_screen: bool = True
 
     @cached_property
     def key(self) -> str:

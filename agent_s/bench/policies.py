@@ -169,6 +169,7 @@ def _cause(status: str) -> Any:
 def _ground(action: Any, backend: Any, locator: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """(the screen points of the action's targets, how each was grounded), on a fresh
     screenshot per try; raises the last try's ``GroundingError``."""
+    from agent_s.desktop.base import extents_on_screen
     from agent_s.grounding import NotLocated, Observation
 
     targets = action.targets()
@@ -177,7 +178,10 @@ def _ground(action: Any, backend: Any, locator: Any) -> tuple[tuple[Any, ...], t
     for attempt in range(GROUND_TRIES):
         shot = backend.capture()
         found = locator.locate(
-            targets, Observation(shot, tuple(backend.windows()), backend.geometry())
+            targets,
+            Observation(
+                shot, tuple(backend.windows()), backend.geometry(), extents_on_screen(backend)
+            ),
         )
         if not isinstance(found, NotLocated):
             return found.points, found.groundings

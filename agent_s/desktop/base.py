@@ -82,6 +82,12 @@ class WindowInfo:
     active: bool = False
 
 
+def extents_on_screen(backend: object) -> bool:
+    """Whether accessibility (AT-SPI) boxes are screen coordinates on ``backend``'s session
+    (its ``accessibility_extents_on_screen``; True unless a backend says otherwise)."""
+    return bool(getattr(backend, "accessibility_extents_on_screen", True))
+
+
 @runtime_checkable
 class DesktopBackend(Protocol):
     """What a desktop can do. Coordinates are screen coordinates; keys are pyautogui names."""

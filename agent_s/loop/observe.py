@@ -7,7 +7,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from agent_s.desktop.base import DesktopBackend
+from agent_s.desktop.base import DesktopBackend, extents_on_screen
 from agent_s.desktop.monitors import MonitorChoice, monitor_to_capture
 from agent_s.grounding import Locator, Observation
 from agent_s.images import EncodedImage, ImageSpec, encode_screenshot, history_spec
@@ -20,7 +20,7 @@ def capture(backend: DesktopBackend, monitor: MonitorChoice) -> Observation:
     geometry, windows = backend.geometry(), tuple(backend.windows())
     pointer = backend.pointer() if monitor == "active" else None
     index = monitor_to_capture(monitor, geometry, windows, pointer)
-    return Observation(backend.capture(index), windows, geometry)
+    return Observation(backend.capture(index), windows, geometry, extents_on_screen(backend))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from agent_s.record.trajectory import load_trajectory, started_at
 
 def observe(environ: Mapping[str, str], with_windows: bool) -> Any:
     """The server's screen now (an ``Observation``); ToolError when there is none."""
+    from agent_s.desktop.base import extents_on_screen
     from agent_s.desktop.choose import open_backend
     from agent_s.grounding import Observation
 
@@ -39,7 +40,12 @@ def observe(environ: Mapping[str, str], with_windows: bool) -> Any:
         with open_backend(environ) as backend:
             if not with_windows:
                 return Observation(backend.capture())
-            return Observation(backend.capture(), tuple(backend.windows()), backend.geometry())
+            return Observation(
+                backend.capture(),
+                tuple(backend.windows()),
+                backend.geometry(),
+                extents_on_screen(backend),
+            )
     except AgentSError as error:
         raise ToolError(
             f"no screen to look at: {error} (start agent-s mcp inside an X or sway session, or "
