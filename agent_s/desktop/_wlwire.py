@@ -36,6 +36,7 @@ from agent_s.errors import ActionExecutionError, DisplayUnavailableError
 _DISPLAY_ID = 1
 # linux/input-event-codes.h
 BUTTON_CODES = {"left": 0x110, "right": 0x111, "middle": 0x112}
+SHIFT_CODE = 42  # KEY_LEFTSHIFT
 # evdev codes of modifier keys -> their modifier bits in the default XKB keymap
 # (Shift, Control, Mod1 = Alt, Mod4 = Super, Mod5 = AltGr)
 MODIFIER_MASKS = {42: 0x1, 54: 0x1, 29: 0x4, 97: 0x4, 56: 0x8, 125: 0x40, 126: 0x40, 100: 0x80}
@@ -389,6 +390,21 @@ class Keymap:
                     found = self._keys.get(syms[i])
                     if found is None or (level, code) < (found[1], found[0] + 8):
                         self._keys[syms[i]] = (code - 8, level)  # evdev codes are XKB's - 8
+
+    def codes_to_hold(self, keysyms: Sequence[str]) -> list[int]:
+        """The evdev codes to press, in order, to hold ``keysyms`` (Shift first for a key on
+        its shifted level); ``ValueError`` for a keysym on no key."""
+        codes: list[int] = []
+        for sym in keysyms:
+            found = self.lookup(sym)
+            if found is None:
+                raise ValueError(f"the key {sym!r} is not on the keyboard and cannot be held")
+            code, level = found
+            if level and SHIFT_CODE not in codes:
+                codes.append(SHIFT_CODE)
+            if code not in codes:
+                codes.append(code)
+        return codes
 
     def of_char(self, char: str) -> tuple[int, int] | None:
         """(evdev key code, shift level) of the key typing ``char``, or None when no key of

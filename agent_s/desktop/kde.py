@@ -43,14 +43,14 @@ from PIL import Image
 
 from agent_s import lifecycle
 from agent_s.desktop import kde_access
-from agent_s.desktop._wlwire import BUTTON_CODES, FakeInputConnection, socket_path
+from agent_s.desktop._wlwire import BUTTON_CODES, SHIFT_CODE, FakeInputConnection, socket_path
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.common import BackendBase
 from agent_s.desktop.ops import Button, Point
 from agent_s.errors import ActionExecutionError, DesktopSetupError, DisplayUnavailableError
 
 REQUIRED_TOOLS = {"wl-copy": "wl-clipboard", "wl-paste": "wl-clipboard"}
-_SHIFT = 42  # evdev KEY_LEFTSHIFT
+
 _CALL_TIMEOUT_MS = 10_000
 _SCRIPT_TIMEOUT = 5.0
 PASTE_SETTLE = 0.3  # after a paste, before the clipboard's text is put back
@@ -188,34 +188,21 @@ class KWinSession:
     ) -> Any:
         Gio, GLib = self._Gio, self._GLib
         try:
-            if fds:
-                fd_list = Gio.UnixFDList.new()
-                for fd in fds:
-                    fd_list.append(fd)
-                reply, _out = self.bus.call_with_unix_fd_list_sync(
-                    "org.kde.KWin",
-                    path,
-                    interface,
-                    method,
-                    args,
-                    None,
-                    Gio.DBusCallFlags.NONE,
-                    _CALL_TIMEOUT_MS,
-                    fd_list,
-                    None,
-                )
-            else:
-                reply = self.bus.call_sync(
-                    "org.kde.KWin",
-                    path,
-                    interface,
-                    method,
-                    args,
-                    None,
-                    Gio.DBusCallFlags.NONE,
-                    _CALL_TIMEOUT_MS,
-                    None,
-                )
+            fd_list = Gio.UnixFDList.new()
+            for fd in fds:
+                fd_list.append(fd)  # a copy: the caller closes its own
+            reply, _out = self.bus.call_with_unix_fd_list_sync(
+                "org.kde.KWin",
+                path,
+                interface,
+                method,
+                args,
+                None,
+                Gio.DBusCallFlags.NONE,
+                _CALL_TIMEOUT_MS,
+                fd_list,
+                None,
+            )
         except GLib.Error as err:
             remote = Gio.DBusError.get_remote_error(err) or ""
             if "NoAuthorized" in remote or "NotAuthorized" in remote:
@@ -431,7 +418,9 @@ class KdeBackend(BackendBase):
         self._wl.roundtrip()
 
     def _wheel(self, clicks: int, horizontal: bool) -> None:
-        # Wayland's axes grow down and right: a notch up is negative.
+        # Wayland's axes grow down and right: a notch up is negative. KWin passes these on
+        # as axis values with no wheel steps: GTK delivers them as smooth scrolling (which
+        # scrollable widgets take), Qt as angle deltas.
         self._wl.wheel(clicks if horizontal else -clicks, horizontal)
         self._wl.roundtrip()
 
@@ -445,16 +434,7 @@ class KdeBackend(BackendBase):
 
     @contextlib.contextmanager
     def _holding(self, syms: Sequence[str]) -> Iterator[None]:
-        codes: list[int] = []
-        for sym in syms:
-            found = self._code(sym)
-            if found is None:
-                raise ValueError(f"the key {sym!r} is not on the keyboard and cannot be held")
-            code, level = found
-            if level and _SHIFT not in codes:
-                codes.append(_SHIFT)
-            if code not in codes:
-                codes.append(code)
+        codes = self._wl.keymap.codes_to_hold(syms)
         self._down = list(codes)
         try:
             for code in codes:
@@ -471,11 +451,11 @@ class KdeBackend(BackendBase):
     def _tap_code(self, code: int, level: int, shift_held: bool) -> None:
         shift = level > 0 and not shift_held
         if shift:
-            self._wl.key(_SHIFT, True)
+            self._wl.key(SHIFT_CODE, True)
         self._wl.key(code, True)
         self._wl.key(code, False)
         if shift:
-            self._wl.key(_SHIFT, False)
+            self._wl.key(SHIFT_CODE, False)
 
     def _press(self, held: Sequence[str], pressed: Sequence[str]) -> None:
         missing = [sym for sym in (*held, *pressed) if self._code(sym) is None]
@@ -529,6 +509,18 @@ class KdeBackend(BackendBase):
         if not text:
             return ["wl-copy", "--clear"]
         return ["wl-copy", "--type", "text/plain;charset=utf-8"]
+
+    def _opener(self) -> list[str]:
+        """xdg-open hands files to KDE's own opener in a KDE session (kde-open5, kfmclient);
+        where none is installed (KWin without Plasma, as on a virtual desktop), gio opens
+        them by the same MIME settings."""
+        path = self.env.get("PATH", os.defpath)
+        kde_openers = ("kde-open5", "kde-open", "kfmclient", "kde-open6")
+        if any(shutil.which(name, path=path) for name in kde_openers):
+            return ["xdg-open"]
+        if shutil.which("gio", path=path):
+            return ["gio", "open"]
+        return super()._opener()
 
     # -- windows (a KWin script) ----------------------------------------------------------------
 

@@ -225,7 +225,7 @@ def connect(env: Mapping[str, str], wayland_socket: Path) -> Connections:
     try:
         proc = subprocess.Popen(
             [str(helper), str(wayland_socket), bus_socket(env)],
-            stdin=theirs,
+            stdin=theirs.fileno(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env={"PATH": os.defpath},
@@ -246,8 +246,8 @@ def connect(env: Mapping[str, str], wayland_socket: Path) -> Connections:
             os.close(fd)
         ours.close()
         proc.kill()
-        _out, err = proc.communicate()
-        detail = err.decode("utf-8", "replace").strip() or f"status {proc.returncode}"
+        _out, said = proc.communicate()
+        detail = said.decode("utf-8", "replace").strip() or f"status {proc.returncode}"
         raise DisplayUnavailableError(f"{helper.name} could not connect: {detail}")
     ours.settimeout(None)
     if proc.stderr is not None:

@@ -9,7 +9,7 @@ into the desktop's private folder and its desktop entry in a data folder only KW
 it through that real authorisation (no permission check is switched off).
 
 Debian installs ``kwin_wayland`` with a file capability (``cap_sys_resource``, to raise its
-scheduling limits) that a container refuses to exec ("Operation not permitted"); a copy
+scheduling limits) that a container refuses to run ("Operation not permitted"); a copy
 without it runs the same, so the desktop runs a copy made in its private folder (1.8 MB).
 
 KWin runs as root when this process is root (unlike sway it does not refuse); the
