@@ -622,3 +622,53 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+_HOLD_AND_DIE = """
+import sys, time
+from agent_s.desktop.kde import KdeBackend
+from agent_s.desktop.ops import Point
+env = dict(arg.split("=", 1) for arg in sys.argv[3:])
+backend = KdeBackend(env)
+x, y = int(sys.argv[1]), int(sys.argv[2])
+backend.move(Point(x, y))
+with backend._holding(["Control_L", "Shift_L"]), backend._button_down("left"):
+    backend._wl.roundtrip()
+    print("down", flush=True)
+    time.sleep(60)
+"""
+
+
+@_marks
+def test_keys_and_buttons_of_a_killed_process_do_not_stay_down(
+    kde: KdeBackend, probe: KwinProbe, kde_desktop: VirtualDesktop
+) -> None:
+    """SIGKILL skips every ``finally``, and KWin keeps what a dead fake-input client held
+    down: the next backend lets go of the modifiers, so no click carries them."""
+    at = probe.point("canvas", 0.3, 0.3)
+    names = ("WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "PATH")
+    env = [f"{k}={v}" for k, v in kde_desktop.env.items() if k in (*names, kde_access.HELPER_VAR)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_AND_DIE, str(at.x), str(at.y), *env],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "down"
+        events = probe.wait_for(lambda ev: any(e["type"] == "press" for e in ev))
+        (press,) = [e for e in events if e["type"] == "press"]
+        assert sorted(press["mods"]) == ["ctrl", "shift"]
+    finally:
+        child.kill()
+        child.wait()
+    probe.reset()
+    with KdeBackend(kde_desktop.env) as after:  # the next agent-s start
+        after.click(probe.point("canvas", 0.6, 0.6))
+        events = probe.wait_for(lambda ev: any(e["type"] == "release" for e in ev))
+        presses = [e for e in events if e["type"] == "press"]
+        assert [(p["button"], p["mods"]) for p in presses] == [(1, [])]
+        after.click(probe.point("entry"))
+        after.type_text("ok")
+        events = probe.wait_for(lambda ev: any(e.get("text") == "ok" for e in ev))
+        assert [e["mods"] for e in events if e["type"] == "key" and e["keysym"] == "o"] == [[]]

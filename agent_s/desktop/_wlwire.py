@@ -1,4 +1,4 @@
-"""A minimal Wayland client in pure Python: a virtual pointer and a virtual keyboard's modifiers.
+"""A minimal Wayland client in pure Python: a virtual pointer and keyboard, or KWin's fake input.
 
 The Wayland wire protocol is small: each message is the object id (u32), then the message size
 (high 16 bits) and opcode (low 16 bits), then 32-bit arguments (strings length-prefixed and
@@ -12,6 +12,10 @@ just enough of it for ``WaylandBackend``:
   for shortcuts and keys held across calls (a click with Ctrl). Text goes through wtype, whose
   keymap holds exactly the text's characters; but applications look shortcuts up in their
   keymap, and GTK finds no Ctrl+A in a keymap made of one text's characters.
+
+``FakeInputConnection`` speaks KWin's ``org_kde_kwin_fake_input`` (version 4) instead, for
+``KdeBackend``: absolute motion, buttons, wheel axes and evdev key codes, on a connection KWin's
+authorised helper made (``kde_access``); ``Keymap`` finds the codes in the default keymap.
 
 Every request is followed by ``wl_display.sync`` before a call returns: once the callback is
 done, the compositor has handled what came before, so input sent next (by wtype, on another

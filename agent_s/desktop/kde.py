@@ -43,7 +43,13 @@ from PIL import Image
 
 from agent_s import lifecycle
 from agent_s.desktop import kde_access
-from agent_s.desktop._wlwire import BUTTON_CODES, SHIFT_CODE, FakeInputConnection, socket_path
+from agent_s.desktop._wlwire import (
+    BUTTON_CODES,
+    MODIFIER_MASKS,
+    SHIFT_CODE,
+    FakeInputConnection,
+    socket_path,
+)
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
 from agent_s.desktop.common import BackendBase
 from agent_s.desktop.ops import Button, Point
@@ -340,6 +346,15 @@ class KdeBackend(BackendBase):
         left, top, width, height = self._layout
         self._pointer = Point(left + width // 2, top + height // 2)
         self._down: list[int] = []
+        self._release_modifiers()
+
+    def _release_modifiers(self) -> None:
+        """KWin keeps the keys a fake-input client held when it dies (a SIGKILLed agent-s):
+        its modifiers would come with every later click. Releasing them here lets go of
+        them; KWin passes no release of a key that is not down on to applications."""
+        for code in MODIFIER_MASKS:
+            self._wl.key(code, False)
+        self._wl.roundtrip()
 
     def _fake_input(self) -> FakeInputConnection:
         try:
