@@ -91,32 +91,51 @@ _REPORT_XML = (
     f"<node><interface name='{_REPORT_IFACE}'><method name='Report'>"
     "<arg type='s' name='json' direction='in'/></method></interface></node>"
 )
+# KWin 5 names windows "clients" and counts screens; KWin 6 has windowList(), activeWindow
+# and Output objects (with their scale): the scripts take whichever this KWin has.
 _WINDOWS_JS = """
 var shown = [];
-var list = workspace.clientList();
+var six = typeof workspace.windowList === "function";
+var list = six ? workspace.windowList() : workspace.clientList();
+var front = six ? workspace.activeWindow : workspace.activeClient;
 for (var i = 0; i < list.length; i++) {
     var w = list[i];
     if (!(w.normalWindow || w.dialog) || w.deleted) continue;
     var g = w.clientGeometry || {x: w.x, y: w.y, width: w.width, height: w.height};
     shown.push({id: String(w.internalId), title: String(w.caption), app: String(w.resourceClass),
         pid: w.pid, x: g.x, y: g.y, width: g.width, height: g.height,
-        active: w === workspace.activeClient, minimized: w.minimized,
-        stack: w.stackingOrder});
+        active: w === front, minimized: w.minimized, stack: w.stackingOrder});
 }
 var screens = [];
-for (var s = 0; s < workspace.numScreens; s++) {
-    var r = workspace.clientArea(KWin.ScreenArea, s, workspace.currentDesktop);
-    screens.push({x: r.x, y: r.y, width: r.width, height: r.height});
+var active = 0;
+if (six) {
+    for (var s = 0; s < workspace.screens.length; s++) {
+        var o = workspace.screens[s];
+        screens.push({x: o.geometry.x, y: o.geometry.y, width: o.geometry.width,
+            height: o.geometry.height, scale: o.devicePixelRatio});
+        if (o === workspace.activeScreen) active = s;
+    }
+} else {
+    for (var s = 0; s < workspace.numScreens; s++) {
+        var r = workspace.clientArea(KWin.ScreenArea, s, workspace.currentDesktop);
+        screens.push({x: r.x, y: r.y, width: r.width, height: r.height});
+    }
+    active = workspace.activeScreen;
 }
-report({windows: shown, screens: screens, active: workspace.activeScreen});
+report({windows: shown, screens: screens, active: active});
 """
 _ACTIVATE_JS = """
-var list = workspace.clientList();
+var six = typeof workspace.windowList === "function";
+var list = six ? workspace.windowList() : workspace.clientList();
 var done = false;
 for (var i = 0; i < list.length; i++) {
     if (String(list[i].internalId) === WANTED) {
         list[i].minimized = false;
-        workspace.activeClient = list[i];
+        if (six) {
+            workspace.activeWindow = list[i];
+        } else {
+            workspace.activeClient = list[i];
+        }
         done = true;
     }
 }
@@ -400,6 +419,7 @@ class KdeBackend(BackendBase):
                 int(s["y"]),
                 int(s["width"]),
                 int(s["height"]),
+                scale=float(s.get("scale") or 1.0),  # KWin 5's scripts do not tell it
                 primary=i == int(state.get("active", 0)),
                 name=f"screen-{i}",
             )
