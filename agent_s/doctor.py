@@ -145,6 +145,10 @@ def _tools(kind: str | None) -> Check:
         from agent_s.desktop.wayland import REQUIRED_TOOLS
 
         needed = dict(REQUIRED_TOOLS)
+    elif kind == "kde":
+        from agent_s.desktop.kde import REQUIRED_TOOLS as KDE_TOOLS
+
+        needed = dict(KDE_TOOLS)
     else:
         needed = {"xdotool": "xdotool", "xclip": "xclip", "xprop": "x11-utils"}
     missing = sorted({pkg for exe, pkg in needed.items() if shutil.which(exe) is None})
@@ -163,6 +167,8 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     from agent_s.desktop.wayland import WaylandBackend
     from agent_s.errors import AgentSError, DisplayAuthorizationError
 
+    if choice.kind == "kde":
+        return _kde_checks(choice)
     try:
         backend = open_backend()
     except DisplayAuthorizationError as err:
@@ -264,6 +270,94 @@ def _gnome_checks(backend: GnomeBackend, choice: BackendChoice) -> list[Check]:
         return checks
     finally:
         backend.close()
+
+
+def _kde_checks(choice: BackendChoice) -> list[Check]:
+    """A KDE Plasma (KWin) Wayland session: KWin reachable, agent-s authorised (else the
+    entry and the command that installs it), then each capability tried."""
+    from agent_s.desktop import kde_access
+    from agent_s.desktop.kde import KdeBackend
+    from agent_s.desktop.ops import Point
+    from agent_s.errors import AgentSError
+
+    state = kde_access.authorisation(os.environ)
+    granted = Check(
+        "authorisation",
+        "ok" if state.ok else "fail",
+        f"KWin authorises agent-s's helper {state.helper} ({state.entry})"
+        if state.ok
+        else f"agent-s is not authorised in KWin: {state.missing}",
+        "" if state.ok else state.fix,
+    )
+    try:
+        backend = KdeBackend()
+    except AgentSError as err:
+        fix = state.fix if not state.ok else "check WAYLAND_DISPLAY and DBUS_SESSION_BUS_ADDRESS"
+        return [Check("display", "fail", f"KWin cannot be used: {err}", fix), granted]
+    checks = [
+        Check(
+            "display",
+            "ok",
+            f"Wayland display {backend.display} (KWin) is reachable; kde backend, chosen for "
+            f"{choice.reason}",
+        ),
+        granted,
+    ]
+
+    def attempt(name: str, body: Callable[[], str]) -> None:
+        try:
+            checks.append(Check(name, "ok", body()))
+        except Exception as err:  # a doctor reports every failure, whatever its type
+            checks.append(Check(name, "fail", f"{type(err).__name__}: {err}"))
+
+    def capture() -> str:
+        start = time.perf_counter()
+        shot = backend.capture()
+        ms = (time.perf_counter() - start) * 1000
+        w, h = shot.image.size
+        return f"{w}x{h} screenshot in {ms:.0f} ms through KWin's ScreenShot2"
+
+    def pointer() -> str:
+        left, top, width, height = backend.geometry().bounds
+        target = Point(left + width // 2 + 7, top + height // 2 + 3)
+        backend.move(target)
+        return f"KWin's fake input granted; pointer moved to ({target.x}, {target.y})"
+
+    def clipboard() -> str:
+        before = backend.clipboard_get()
+        backend.clipboard_set("agent-s doctor ✓")
+        backend.clipboard_set(before)
+        return "wl-copy and wl-paste set and read it (KWin's data-control protocol)"
+
+    def windows() -> str:
+        found = backend.windows()
+        return f"{len(found)} window(s) listed through a KWin script (which also activates them)"
+
+    attempt("capture", capture)
+    attempt("input", pointer)
+    checks.append(
+        Check(
+            "text",
+            "ok",
+            "keys of the US keymap as typed; other characters (é, ✓, 日本) through the "
+            "clipboard and a paste, the clipboard put back",
+        )
+    )
+    attempt("clipboard", clipboard)
+    attempt("windows", windows)
+    opener = shutil.which("xdg-open") or shutil.which("gio")
+    checks.append(
+        Check(
+            "open",
+            "ok" if opener else "warn",
+            f"files and URLs through {opener}; applications by their desktop entries"
+            if opener
+            else "no xdg-open or gio: only applications by name can be opened",
+            "" if opener else f"{_APT} xdg-utils",
+        )
+    )
+    backend.close()
+    return checks
 
 
 def _code_containment(sandbox: str) -> Check:

@@ -31,6 +31,7 @@ from agent_s.cli.practice import practice
 from agent_s.cli.replay import replay
 from agent_s.cli.report import report
 from agent_s.cli.run import run
+from agent_s.cli.setup import setup_app
 from agent_s.cli.workflow import workflow_app
 
 app = typer.Typer(
@@ -149,6 +150,7 @@ app.command("export", cls=Command)(export)
 app.command("report", cls=Command)(report)
 app.command("mcp", cls=Command)(mcp)
 app.add_typer(bench_app, name="bench")
+app.add_typer(setup_app, name="setup")
 app.add_typer(memory_app, name="memory")
 app.add_typer(model_app, name="model")
 app.add_typer(workflow_app, name="workflow")

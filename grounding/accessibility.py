@@ -308,11 +308,12 @@ class AccessibilityGrounder:
         per observation)."""
         if not observation.screenshot.accessibility_boxes:
             raise GrounderUnavailable(
-                "this session hides where windows are (GNOME Wayland gives every window the "
-                "position 0, 0), so accessibility boxes are no screen coordinates here; text "
-                "and controls are found in the screenshot instead",
+                "this session's accessibility boxes are not screen coordinates (GNOME Wayland "
+                "gives every window the position 0, 0; KWin on Wayland tells applications no "
+                "position, so their boxes are relative to their window), so they are not used "
+                "for points; text and controls are found in the screenshot instead",
                 grounder=self.name,
-                reason="window positions hidden",
+                reason="accessibility boxes not on the screen",
             )
         future, started = self._entry(observation)
         if started:

@@ -174,8 +174,9 @@ DESKTOP_PACKAGES=(
   # GNOME: the shell (mutter) headless, its screencast read through PipeWire and GStreamer
   gnome-shell mutter pipewire wireplumber gstreamer1.0-pipewire gstreamer1.0-plugins-base
   gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
-  # KDE Plasma: KWin as a virtual Wayland session
-  kwin-wayland plasma-wayland-protocols
+  # KDE Plasma: KWin as a virtual Wayland session; a C compiler builds the small helper KWin
+  # authorises for agent-s (agent_s/desktop/kwin_access.c; agent-s setup kde on a real desktop)
+  kwin-wayland plasma-wayland-protocols gcc libc6-dev
 )
 if [ -n "$desktops" ]; then
   packages+=("${DESKTOP_PACKAGES[@]}")

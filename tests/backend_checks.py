@@ -117,6 +117,43 @@ def drag_presses_moves_and_releases(backend: BackendBase, probe: Probe) -> None:
     assert probe.screen(motion[-1]) == (end.x, end.y)
 
 
+def scroll_both_ways(backend: BackendBase, probe: Probe) -> None:
+    """Wheel notches up and down, then right and left, arrive as that scrolling where asked,
+    one event per notch, with no key."""
+    at = probe.point("canvas")
+    backend.scroll(at, 3)
+    backend.scroll(at, -2)
+    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "scroll"]) >= 5)
+    directions = [e["direction"] for e in events if e["type"] == "scroll"]
+    assert directions == ["up"] * 3 + ["down"] * 2
+    assert {probe.screen(e) for e in events if e["type"] == "scroll"} == {(at.x, at.y)}
+    probe.reset()
+    backend.scroll(at, 2, horizontal=True)
+    backend.scroll(at, -1, horizontal=True)
+    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "scroll"]) >= 3)
+    sideways = [e["direction"] for e in events if e["type"] == "scroll"]
+    # Horizontal notches arrive as horizontal scrolling, two one way and one the other (GTK 3
+    # names a positive horizontal wheel value "left", the protocol calls it right).
+    assert set(sideways) == {"left", "right"}
+    assert sideways[0] == sideways[1] != sideways[2]
+    assert not [e for e in events if e["type"] in ("key", "keyup")]
+
+
+def nothing_held_after_a_kill(backend: BackendBase, probe: Probe) -> None:
+    """After a process holding Ctrl, Shift and the left button was killed: a click carries no
+    modifier and typed keys none either."""
+    probe.reset()
+    backend.click(probe.point("canvas", 0.6, 0.6))
+    events = probe.wait_for(lambda ev: any(e["type"] == "release" for e in ev))
+    presses = [e for e in events if e["type"] == "press"]
+    assert [(p["button"], p["mods"], p["count"]) for p in presses] == [(1, [], 1)]
+    backend.click(probe.point("entry"))
+    backend.hold_and_press([], ["o"])
+    backend.type_text("k")
+    events = probe.wait_for(lambda ev: any(e.get("text") == "ok" for e in ev))
+    assert [e["mods"] for e in events if e["type"] == "key" and e["keysym"] == "o"] == [[]]
+
+
 def hold_and_press_and_hotkey(backend: BackendBase, probe: Probe, after_ctrl_a: str) -> None:
     """Shifted letters and ctrl+a reach the probe's entry as keys with their modifiers;
     ``after_ctrl_a``: the entry's text once "<" is typed after ctrl+a (toolkits differ)."""

@@ -230,23 +230,7 @@ def test_drag_presses_at_start_moves_and_releases_at_end(
 
 @_marks
 def test_scroll_vertical_and_horizontal(wl: WaylandBackend, probe: GtkProbe) -> None:
-    at = probe.point("canvas")
-    wl.scroll(at, 3)
-    wl.scroll(at, -2)
-    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "scroll"]) >= 5)
-    directions = [e["direction"] for e in events if e["type"] == "scroll"]
-    assert directions == ["up"] * 3 + ["down"] * 2
-    assert {probe.screen(e) for e in events if e["type"] == "scroll"} == {(at.x, at.y)}
-    probe.reset()
-    wl.scroll(at, 2, horizontal=True)
-    wl.scroll(at, -1, horizontal=True)
-    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "scroll"]) >= 3)
-    sideways = [e["direction"] for e in events if e["type"] == "scroll"]
-    # Horizontal notches arrive as horizontal scrolling, two one way and one the other (GTK 3
-    # names a positive horizontal wheel value "left", the protocol calls it right).
-    assert set(sideways) == {"left", "right"}
-    assert sideways[0] == sideways[1] != sideways[2]
-    assert not [e for e in events if e["type"] in ("key", "keyup")]
+    backend_checks.scroll_both_ways(wl, probe)
 
 
 # -- keyboard ---------------------------------------------------------------------------------
@@ -530,16 +514,7 @@ def test_keys_and_buttons_of_a_killed_process_do_not_stay_down(
     finally:
         child.kill()
         child.wait()
-    probe.reset()
-    wl.click(probe.point("canvas", 0.6, 0.6))
-    events = probe.wait_for(lambda ev: any(e["type"] == "release" for e in ev))
-    presses = [e for e in events if e["type"] == "press"]
-    assert [(p["button"], p["mods"], p["count"]) for p in presses] == [(1, [], 1)]
-    wl.click(probe.point("entry"))
-    wl.hold_and_press([], ["o"])  # our own keyboard: no modifier left over either
-    wl.type_text("k")
-    events = probe.wait_for(lambda ev: any(e.get("text") == "ok" for e in ev))
-    assert [e["mods"] for e in events if e["type"] == "key" and e["keysym"] == "o"] == [[]]
+    backend_checks.nothing_held_after_a_kill(wl, probe)
 
 
 @_marks

@@ -1,4 +1,4 @@
-"""A minimal Wayland client in pure Python: a virtual pointer and a virtual keyboard's modifiers.
+"""A minimal Wayland client in pure Python: a virtual pointer and keyboard, or KWin's fake input.
 
 The Wayland wire protocol is small: each message is the object id (u32), then the message size
 (high 16 bits) and opcode (low 16 bits), then 32-bit arguments (strings length-prefixed and
@@ -12,6 +12,10 @@ just enough of it for ``WaylandBackend``:
   for shortcuts and keys held across calls (a click with Ctrl). Text goes through wtype, whose
   keymap holds exactly the text's characters; but applications look shortcuts up in their
   keymap, and GTK finds no Ctrl+A in a keymap made of one text's characters.
+
+``FakeInputConnection`` speaks KWin's ``org_kde_kwin_fake_input`` (version 4) instead, for
+``KdeBackend``: absolute motion, buttons, wheel axes and evdev key codes, on a connection KWin's
+authorised helper made (``kde_access``); ``Keymap`` finds the codes in the default keymap.
 
 Every request is followed by ``wl_display.sync`` before a call returns: once the callback is
 done, the compositor has handled what came before, so input sent next (by wtype, on another
@@ -36,6 +40,7 @@ from agent_s.errors import ActionExecutionError, DisplayUnavailableError
 _DISPLAY_ID = 1
 # linux/input-event-codes.h
 BUTTON_CODES = {"left": 0x110, "right": 0x111, "middle": 0x112}
+SHIFT_CODE = 42  # KEY_LEFTSHIFT
 # evdev codes of modifier keys -> their modifier bits in the default XKB keymap
 # (Shift, Control, Mod1 = Alt, Mod4 = Super, Mod5 = AltGr)
 MODIFIER_MASKS = {42: 0x1, 54: 0x1, 29: 0x4, 97: 0x4, 56: 0x8, 125: 0x40, 126: 0x40, 100: 0x80}
@@ -75,19 +80,27 @@ def _now_ms() -> int:
 
 
 class WaylandConnection:
-    """One connection to a compositor, with a virtual pointer and a virtual keyboard."""
+    """One connection to a compositor, with a virtual pointer and a virtual keyboard.
 
-    def __init__(self, env: dict[str, str]) -> None:
-        path = socket_path(env)
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.connect(str(path))
-        except OSError as err:
-            self._sock.close()
-            raise DisplayUnavailableError(
-                f"cannot reach the Wayland compositor at {path}: {err}. Is it running, and "
-                "are WAYLAND_DISPLAY and XDG_RUNTIME_DIR right?"
-            ) from err
+    ``sock``: a connection made already (by KWin's authorised helper), else one is made to
+    the compositor ``env`` names."""
+
+    #: what the compositor must offer, named when it does not
+    needs = "agent-s drives wlroots compositors such as sway"
+
+    def __init__(self, env: dict[str, str], sock: socket.socket | None = None) -> None:
+        if sock is None:
+            path = socket_path(env)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(str(path))
+            except OSError as err:
+                sock.close()
+                raise DisplayUnavailableError(
+                    f"cannot reach the Wayland compositor at {path}: {err}. Is it running, and "
+                    "are WAYLAND_DISPLAY and XDG_RUNTIME_DIR right?"
+                ) from err
+        self._sock = sock
         self._next_id = 2
         self._buffer = b""
         self._globals: dict[str, tuple[int, int]] = {}
@@ -96,9 +109,13 @@ class WaylandConnection:
         self._registry = self._new_id()
         self._send(_DISPLAY_ID, 1, struct.pack("=I", self._registry))  # get_registry
         self.roundtrip()
+        self.keymap = Keymap()
+        self._make_devices()
+        self.roundtrip()
+
+    def _make_devices(self) -> None:
         self.pointer = self._make_pointer()
         self.keyboard = self._make_keyboard()
-        self.roundtrip()
 
     # -- the wire -----------------------------------------------------------------------------
 
@@ -169,8 +186,7 @@ class WaylandConnection:
     def _bind(self, interface: str, version: int) -> int:
         if interface not in self._globals:
             raise ActionExecutionError(
-                f"this Wayland compositor does not offer {interface}; agent-s drives wlroots "
-                "compositors such as sway"
+                f"this Wayland compositor does not offer {interface}; {self.needs}"
             )
         name, offered = self._globals[interface]
         new = self._new_id()
@@ -199,7 +215,6 @@ class WaylandConnection:
         manager = self._bind("zwp_virtual_keyboard_manager_v1", 1)
         keyboard = self._new_id()
         self._send(manager, 0, struct.pack("=II", seat, keyboard))  # create_virtual_keyboard
-        self.keymap = Keymap()
         keymap = self.keymap.text
         fd = os.memfd_create("agent-s-keymap", os.MFD_CLOEXEC)
         try:
@@ -262,6 +277,47 @@ class WaylandConnection:
                 self._send(self.keyboard, 1, struct.pack("=III", _now_ms(), code, 0))
             return
         self._send(self.keyboard, 1, struct.pack("=III", _now_ms(), code, 1 if pressed else 0))
+
+
+class FakeInputConnection(WaylandConnection):
+    """A connection to KWin speaking its fake-input protocol (``org_kde_kwin_fake_input``,
+    version 4: absolute motion and evdev key codes), which KWin offers only to an authorised
+    client. KWin works out the modifiers from the keys, with its own keymap (US by default:
+    ``keymap`` is the default one, to find a key's code)."""
+
+    needs = "KWin offers it only to an authorised program (agent-s setup kde installs the entry)"
+
+    def _make_devices(self) -> None:
+        self.fake = self._bind("org_kde_kwin_fake_input", 4)
+        name, version = self._globals["org_kde_kwin_fake_input"]
+        if version < 4:
+            raise ActionExecutionError(
+                f"KWin offers fake input version {version}; agent-s needs 4 (KWin 5.23 or newer)"
+            )
+        # authenticate(application, reason): KWin grants it to an authorised client
+        self._send(self.fake, 0, _string("agent-s") + _string("desktop automation"))
+
+    def move(self, x: int, y: int, extent: tuple[int, int, int, int]) -> None:
+        """Put the pointer at the global point (x, y) (``extent`` unused: KWin's coordinates
+        are the layout's own)."""
+        self._send(self.fake, 9, struct.pack("=ii", _fixed(x), _fixed(y)))
+
+    def button(self, code: int, pressed: bool) -> None:
+        self._send(self.fake, 2, struct.pack("=II", code, 1 if pressed else 0))
+
+    def wheel(self, notches: int, horizontal: bool) -> None:
+        """``notches`` wheel steps: positive is down, or right when ``horizontal``."""
+        step = 1 if notches > 0 else -1
+        for _ in range(abs(notches)):
+            self._send(
+                self.fake, 3, struct.pack("=Ii", 1 if horizontal else 0, _fixed(step * WHEEL_STEP))
+            )
+
+    def key(self, code: int, pressed: bool) -> None:
+        self._send(self.fake, 10, struct.pack("=II", code, 1 if pressed else 0))
+
+    def refresh_modifiers(self) -> None:
+        """KWin keeps one keyboard state for every device: nothing to refresh."""
 
 
 class Keymap:
@@ -338,6 +394,34 @@ class Keymap:
                     found = self._keys.get(syms[i])
                     if found is None or (level, code) < (found[1], found[0] + 8):
                         self._keys[syms[i]] = (code - 8, level)  # evdev codes are XKB's - 8
+
+    def codes_to_hold(self, keysyms: Sequence[str]) -> list[int]:
+        """The evdev codes to press, in order, to hold ``keysyms`` (Shift first for a key on
+        its shifted level); ``ValueError`` for a keysym on no key."""
+        codes: list[int] = []
+        for sym in keysyms:
+            found = self.lookup(sym)
+            if found is None:
+                raise ValueError(f"the key {sym!r} is not on the keyboard and cannot be held")
+            code, level = found
+            if level and SHIFT_CODE not in codes:
+                codes.append(SHIFT_CODE)
+            if code not in codes:
+                codes.append(code)
+        return codes
+
+    def of_char(self, char: str) -> tuple[int, int] | None:
+        """(evdev key code, shift level) of the key typing ``char``, or None when no key of
+        this keymap does (keysyms of Latin-1 characters are their code points, the others'
+        0x01000000 more)."""
+        point = ord(char)
+        if char == "\t":
+            value = 0xFF09
+        elif 0x20 <= point <= 0x7E or 0xA0 <= point <= 0xFF:
+            value = point
+        else:
+            value = 0x0100_0000 + point
+        return self._keys.get(value)
 
     def lookup(self, keysym: str) -> tuple[int, int] | None:
         """(evdev key code, shift level 0 or 1) of the key giving ``keysym``, or None."""

@@ -63,8 +63,9 @@ class Screenshot:
     """A captured image and where it sits: image pixel (0, 0) is screen point ``origin``.
 
     ``accessibility_boxes``: whether the accessibility tree's extents are screen coordinates
-    on this screen; False where the session hides where windows are (GNOME Wayland reports
-    every window at (0, 0)), and accessibility boxes must then never become points.
+    on this screen; False where they are not (GNOME Wayland reports every window at (0, 0);
+    on KWin Wayland toolkits report boxes relative to their window), and accessibility boxes
+    must then never become points.
     """
 
     image: Image.Image

@@ -425,10 +425,7 @@ class BackendBase(abc.ABC):
             path = Path(home) / target[1:].lstrip("/")  # the desktop's HOME, not ours
         if is_url(target) or path.exists():
             where = target if is_url(target) else str(path.resolve())
-            if shutil.which("xdg-open", path=self.env.get("PATH", os.defpath)):
-                self._spawn(["xdg-open", where], cwd=None)
-            else:
-                self._spawn(["gio", "open", where], cwd=None)
+            self._spawn([*self._opener(), where], cwd=None)
             return None
         launch = apps.resolve_app(target, self.env)
         # The terminal this process runs in is not offered: the model would type into it.
@@ -438,6 +435,12 @@ class BackendBase(abc.ABC):
             return self._bring_forward(running[0], target)
         self._spawn(launch.argv, cwd=launch.cwd)
         return None
+
+    def _opener(self) -> list[str]:
+        """The command that opens a file or URL with its default application."""
+        if shutil.which("xdg-open", path=self.env.get("PATH", os.defpath)):
+            return ["xdg-open"]
+        return ["gio", "open"]
 
     def _spawn(self, argv: list[str], cwd: str | None) -> None:
         """Start a program detached from us (own session, no pipes), with the desktop's env."""

@@ -261,16 +261,7 @@ class WaylandBackend(BackendBase):
         """Hold keys down on our virtual keyboard for the body; released in reverse order
         whatever happens (a key that needs Shift gets Shift held with it). Applications are
         told the modifiers held now, whatever state another keyboard left behind."""
-        codes: list[int] = []
-        for sym in syms:
-            found = self._code(sym)
-            if found is None:
-                raise ValueError(f"the key {sym!r} is not on the keyboard and cannot be held")
-            code, level = found
-            if level and _SHIFT not in codes:
-                codes.append(_SHIFT)
-            if code not in codes:
-                codes.append(code)
+        codes = self._wl.keymap.codes_to_hold(syms)
         if not codes:
             self._wl.refresh_modifiers()
             yield

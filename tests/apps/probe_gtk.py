@@ -1,7 +1,10 @@
 """A GTK 3 window that reports exactly what input it received, as JSON lines: the Wayland
 counterpart of probe_tk.py (run it with GDK_BACKEND=wayland; it is a native Wayland client).
 
-    python3 probe_gtk.py LOG [--title TITLE] [--fullscreen]
+    python3 probe_gtk.py LOG [--title TITLE] [--fullscreen] [--smooth]
+
+``--smooth``: the canvas also takes smooth scrolling, as scrollable widgets do (KWin's fake
+input sends wheel turns as plain axis values, which GTK delivers only as smooth scrolling).
 
 A Wayland client does not know where its window is on the screen, so positions are in the
 window's own coordinates (its top-left content pixel is 0, 0); the compositor says where the
@@ -50,7 +53,7 @@ _MULTI_CLICK_PX = 4
 
 
 class Probe:
-    def __init__(self, window: Gtk.Window, log_path: str) -> None:
+    def __init__(self, window: Gtk.Window, log_path: str, smooth: bool = False) -> None:
         self.window = window
         self.log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - open for the app's life
         self.last_boxes: dict[str, list[int]] | None = None
@@ -67,6 +70,8 @@ class Probe:
             | Gdk.EventMask.BUTTON_MOTION_MASK
             | Gdk.EventMask.SCROLL_MASK
         )
+        if smooth:
+            self.canvas.add_events(Gdk.EventMask.SMOOTH_SCROLL_MASK)
         self.canvas.connect("button-press-event", self._on_button)
         self.canvas.connect("button-release-event", self._on_button)
         self.canvas.connect("motion-notify-event", self._on_motion)
@@ -180,10 +185,11 @@ def main() -> int:
     parser.add_argument("log")
     parser.add_argument("--title", default="probe")
     parser.add_argument("--fullscreen", action="store_true")
+    parser.add_argument("--smooth", action="store_true")
     args = parser.parse_args()
     window = Gtk.Window(title=args.title)
     window.set_decorated(False)
-    Probe(window, args.log)
+    Probe(window, args.log, args.smooth)
     if args.fullscreen:  # where the compositor tells no client where windows are (GNOME)
         window.fullscreen()
     window.show_all()
