@@ -237,6 +237,35 @@ def test_setup_kde_installs_the_entry_and_doctor_reads_it(tmp_path: Path) -> Non
     assert "wayland-nothing" in checks["display"]["detail"]
 
 
+def test_setup_kde_writes_through_no_planted_link(tmp_path: Path) -> None:
+    """Links planted where ``agent-s setup kde`` writes the helper and the entry are replaced,
+    never written through: the files they point at stay as they were."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: apt-get install gcc")
+    home = tmp_path / "home"
+    for folder in ("agent-s", "applications"):
+        (home / ".local/share" / folder).mkdir(parents=True)
+    victims = {name: tmp_path / f"victim-{name}" for name in ("helper", "entry")}
+    for victim in victims.values():
+        victim.write_text("untouched\n")
+    helper = home / ".local/share/agent-s/agent-s-kwin-access"
+    entry = home / ".local/share/applications/agent-s-kwin-access.desktop"
+    helper.symlink_to(victims["helper"])
+    entry.symlink_to(victims["entry"])
+    env = {**_CLEAN, "HOME": str(home)}
+    env.pop("XDG_DATA_HOME", None)
+    done = subprocess.run(
+        [AGENT_S, "setup", "kde"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    for victim in victims.values():
+        assert victim.read_text() == "untouched\n"
+    assert not helper.is_symlink()
+    assert os.access(helper, os.X_OK)
+    assert not entry.is_symlink()
+    assert f"Exec={helper}\n" in entry.read_text()
+
+
 @_marks
 def test_doctor_on_a_virtual_kde_desktop_names_the_backend_and_each_capability() -> None:
     done = subprocess.run(

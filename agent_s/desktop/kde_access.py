@@ -24,11 +24,13 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent_s.errors import DesktopSetupError, DisplayUnavailableError
+from agent_s.guards import files
 
 HELPER_NAME = "agent-s-kwin-access"
 ENTRY_NAME = f"{HELPER_NAME}.desktop"
@@ -74,7 +76,8 @@ def entry_text(helper: Path) -> str:
 
 
 def build_helper(dest: Path, env: Mapping[str, str] | None = None) -> Path:
-    """Compile the helper to ``dest`` with the system's C compiler."""
+    """Compile the helper to ``dest`` with the system's C compiler (built in a private
+    folder, then written in place following no link)."""
     path = (env or os.environ).get("PATH", os.defpath)
     compiler = next((c for c in ("cc", "gcc", "clang") if shutil.which(c, path=path)), None)
     if compiler is None:
@@ -82,23 +85,22 @@ def build_helper(dest: Path, env: Mapping[str, str] | None = None) -> Path:
             "the KDE backend builds a small helper that KWin authorises, and no C compiler was "
             "found: apt-get install gcc (or dnf install gcc), then run " + SETUP_COMMAND
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(dest.name + ".new")
-    result = subprocess.run(
-        [compiler, "-O2", "-o", str(partial), str(_SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if result.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise DesktopSetupError(
-            f"{compiler} could not build {HELPER_NAME}: {result.stderr.strip()[-400:]} "
-            "(the C library headers are in libc6-dev)"
+    files.output_folder(dest.parent)
+    with tempfile.TemporaryDirectory(prefix="agent-s-kwin-") as private:
+        built = Path(private) / HELPER_NAME
+        result = subprocess.run(
+            [compiler, "-O2", "-o", str(built), str(_SOURCE)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
-    partial.chmod(0o755)
-    partial.replace(dest)
+        if result.returncode != 0:
+            raise DesktopSetupError(
+                f"{compiler} could not build {HELPER_NAME}: {result.stderr.strip()[-400:]} "
+                "(the C library headers are in libc6-dev)"
+            )
+        files.write_bytes(dest, files.read_bytes(built), mode=0o755)
     return dest
 
 
@@ -106,9 +108,9 @@ def install(helper: Path, applications: Path, env: Mapping[str, str] | None = No
     """Build the helper at ``helper`` and authorise it with an entry in ``applications``;
     return the entry's path."""
     build_helper(helper, env)
-    applications.mkdir(parents=True, exist_ok=True)
+    files.output_folder(applications)
     entry = entry_path(applications)
-    entry.write_text(entry_text(helper.resolve()), encoding="utf-8")
+    files.write_text(entry, entry_text(helper.resolve()))
     return entry
 
 
