@@ -37,10 +37,10 @@ from PIL import Image, ImageChops
 from agent_s.actions import ActionModel, CallCodeAgentAction, SaveToKnowledgeAction
 from agent_s.coding.agent import CodeAgent, ScreenContext
 from agent_s.desktop import ops
-from agent_s.desktop.base import DesktopBackend, ScreenGeometry, WindowInfo, perform
+from agent_s.desktop.base import DesktopBackend, ScreenGeometry, Screenshot, WindowInfo, perform
 from agent_s.desktop.ops import Point
 from agent_s.desktop.park import moves_pointer, park_point
-from agent_s.desktop.settle import until_front_idle
+from agent_s.desktop.settle import until_still
 from agent_s.desktop.watch import (
     FieldReader,
     Glimpse,
@@ -204,7 +204,12 @@ class Actor:
         glance = None
         if settings.settle_seconds and failure is None:
             with log.timed("settle"):
-                glance = settle(backend, settings.settle_seconds)
+                glance = settle(
+                    backend,
+                    settings.settle_seconds,
+                    before=scene.observation.screenshot,
+                    at=points,
+                )
         observed: list[str] = []
         if before is not None:
             with log.timed("effects"):
@@ -355,26 +360,19 @@ class Actor:
         return _failed(log, report.worker_text)
 
 
-def settle(backend: DesktopBackend, limit: float, *, first: float = 0.15) -> Image.Image | None:
-    """Wait for the screen to react to an action: at least ``first`` seconds and until the
-    front window's program is idle (a busy one has not yet drawn what it was sent; a screen
-    that is still then is no answer), then until two looks 50 ms apart show the same screen
-    (a blinking cursor aside), at most ``limit`` seconds in all. Most actions are answered
-    within a frame or two; a slow one uses the whole limit. Returns the last look
-    (``_glance``), None if the screen could not be read."""
-    began = time.monotonic()
-    deadline = began + limit
-    until_front_idle(backend, limit=max(0.0, deadline - time.monotonic()))
-    time.sleep(max(0.0, min(first, limit) - (time.monotonic() - began)))
-    before = _glance(backend)
-    while time.monotonic() + _GLANCE_EVERY <= deadline:
-        time.sleep(_GLANCE_EVERY)
-        now = _glance(backend)
-        if before is not None and now is not None and _still(before, now):
-            return now
-        before = now
-    time.sleep(max(0.0, deadline - time.monotonic()))
-    return before
+def settle(
+    backend: DesktopBackend,
+    limit: float,
+    *,
+    before: Screenshot | None = None,
+    at: Sequence[Point] = (),
+) -> Image.Image | None:
+    """Wait for the screen to show what an action (at ``at``, chosen on the screen ``before``)
+    did: until the application reacted and the part of the screen it owns is still, windows
+    that opened included, at most ``limit`` seconds (``agent_s.desktop.settle.until_still``).
+    Returns the last look (``_glance_of``), None if the screen could not be read."""
+    shot = until_still(backend, limit, before=before, at=at)
+    return None if shot is None else _glance_of(shot.image)
 
 
 def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeometry | None) -> None:
@@ -397,17 +395,6 @@ def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeome
 def _names_a_document(target: str) -> bool:
     """Whether ``open``'s target is a file or URL rather than an application name."""
     return "/" in target or target.startswith("~") or "://" in target
-
-
-_GLANCE_EVERY = 0.05
-
-
-def _glance(backend: DesktopBackend) -> Image.Image | None:
-    """The screen at an eighth of its size, in grey (a few milliseconds); None if unavailable."""
-    try:
-        return _glance_of(backend.capture().image)
-    except AgentSError:
-        return None
 
 
 def _glance_of(image: Image.Image) -> Image.Image:
