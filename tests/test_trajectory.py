@@ -110,7 +110,7 @@ def test_a_queued_screenshot_is_on_disk_before_the_line_naming_it(tmp_path: Path
     assert (writer.folder / "step_001.png").read_bytes() == data
     (writer.folder / "step_002.png").mkdir()  # a folder in its place: it cannot be written
     writer.queue_image("step_002.png", data)
-    with pytest.raises(OSError):
+    with pytest.raises(IsADirectoryError):
         writer.write_step(entry(2))
     writer.close()
     assert [s.step for s in load_trajectory(writer.folder).steps] == [1]
