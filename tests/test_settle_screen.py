@@ -25,7 +25,7 @@ from agent_s.record.trajectory import load_trajectory
 from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
-LIMIT = 4.0  # the settle limit of these runs: a wait held to it is plain to see
+LIMIT = 6.0  # the settle limit of these runs: a wait held to it is plain to see
 # a number that never repeats, every 20 ms: an animation (a clock, a progress bar, a cursor)
 COUNT = "i=1; while :; do i=$((i * 7919 % 999983)); printf '\\r%06d' $i; sleep 0.02; done"
 
