@@ -24,7 +24,8 @@ that appears is watched from then on). It ends when
 
 - the application has reacted: the watched part differs from the screen the action was chosen
   on (``before``), or, when it does not (an action with nothing to show, a reaction drawn
-  before the first look), its program has been idle for ``QUIET`` seconds;
+  before the first look), its program has run since (it took the action's events from its
+  queue) or has been idle for ``QUIET`` seconds;
 - the watched part has not changed for ``STILL_FRAMES`` frames, and the front window's program
   did not run meanwhile (a repaint may be pending while it works: a dialog being built);
 - the windows stopped coming and going (``window_order``: one that opened is waited for).
@@ -76,6 +77,15 @@ def _sample(pid: int) -> tuple[str, int] | None:
     try:
         return fields[0], int(fields[11]) + int(fields[12])  # utime + stime
     except ValueError:
+        return None
+
+
+def _runtime(pid: int) -> int | None:
+    """The nanoseconds the main thread has run (``schedstat``), or None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -132,6 +142,15 @@ class _Program:
         self.quiet_since: float | None = None
         if first is not None and first[0] != "R":
             self.quiet_since = time.monotonic()
+        self._started = _runtime(self.pid) if self.pid is not None else None
+
+    def woke(self) -> bool:
+        """Whether it has run at all since it was first looked at (after the action was sent:
+        so it has taken the action's events from its queue)."""
+        if self._started is None or self.pid is None:
+            return False
+        now = _runtime(self.pid)
+        return now is not None and now != self._started
 
     def ran(self) -> bool:
         """Whether it ran (or waits for a CPU) since the last look; False when unreadable."""
@@ -295,10 +314,12 @@ def until_still(
 
 
 def _no_reaction_coming(program: _Program, began: float) -> bool:
-    """Nothing changed yet: whether to stop waiting for it. When the program has been idle
-    for ``QUIET`` seconds (or, if it cannot be watched, that long has passed)."""
+    """Nothing changed yet (the screen being still meanwhile): whether to stop waiting for
+    it. When the program has run since the action was sent, so it has handled it (a reaction
+    would be drawn in the frame after), or has been idle for ``QUIET`` seconds; if it cannot
+    be watched, when that long has passed."""
     if program.readable:
-        return program.quiet_for(QUIET)
+        return program.woke() or program.quiet_for(QUIET)
     return time.monotonic() - began >= QUIET
 
 
