@@ -24,11 +24,18 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from agent_s.desktop.choose import BackendChoice
+    from agent_s.desktop.gnome import GnomeBackend
     from agent_s.models.endpoints import ProviderSettings
 
 Status = Literal["ok", "fail", "warn"]
 
 _APT = "apt-get install"
+_GNOME_PACKAGES = "python3-gi gir1.2-gstreamer-1.0 gstreamer1.0-pipewire"
+_GNOME_FIX = (
+    "run agent-s inside the GNOME Wayland session (GNOME 40 or newer: its session bus, "
+    "DBUS_SESSION_BUS_ADDRESS, must offer mutter's org.gnome.Mutter.RemoteDesktop and "
+    "ScreenCast), or try a virtual one: --virtual --desktop gnome"
+)
 
 
 @dataclass(frozen=True)
@@ -55,16 +62,18 @@ def run_checks(
     size: tuple[int, int] = (1280, 800),
     providers: Callable[[], list[Check]] | None = None,
     sandbox: str = "auto",
+    desktop: str | None = None,
 ) -> DoctorReport:
     """Run every check, on the current display or inside a fresh virtual desktop; then
     ``providers`` (e.g. ``provider_checks`` with the caller's settings), if given.
-    ``sandbox``: the ``--code-sandbox`` setting whose containment is reported."""
+    ``sandbox``: the ``--code-sandbox`` setting whose containment is reported; ``desktop``:
+    which virtual desktop (``agent_s.desktop.choose.DESKTOPS``)."""
     from agent_s.desktop.choose import choose_backend
     from agent_s.errors import AgentSError
 
     with contextlib.ExitStack() as stack:
         try:
-            display = stack.enter_context(_display(virtual, size))
+            display = stack.enter_context(_display(virtual, size, desktop))
         except AgentSError as err:  # the virtual desktop could not start: said, not raised
             display = None
             checks = [
@@ -93,15 +102,17 @@ def run_checks(
 
 
 @contextmanager
-def _display(virtual: bool, size: tuple[int, int]) -> Iterator[str | None]:
+def _display(
+    virtual: bool, size: tuple[int, int], desktop: str | None = None
+) -> Iterator[str | None]:
     if not virtual:
         yield os.environ.get("DISPLAY") or None
         return
     from agent_s.desktop.choose import virtual_kind
     from agent_s.desktop.virtual import VirtualDesktop
 
-    # AGENT_S_BACKEND=wayland: a headless sway desktop instead of Xvfb
-    kind = virtual_kind(os.environ)
+    # --desktop sway|gnome|kde, or AGENT_S_BACKEND: another desktop than Xvfb with openbox
+    kind = virtual_kind(os.environ, desktop)
     with VirtualDesktop(*size, home="temp", kind=kind) as desk, desk.exported():
         yield desk.display
 
@@ -121,6 +132,15 @@ def _no_backend_fix(fix: str) -> str:
 
 
 def _tools(kind: str | None) -> Check:
+    if kind == "gnome":  # no programs: GStreamer in this process reads mutter's screencast
+        from agent_s.desktop._mutter import gi_modules
+        from agent_s.errors import DesktopSetupError
+
+        try:
+            gi_modules()
+        except DesktopSetupError as err:
+            return Check("tools", "fail", str(err), f"{_APT} {_GNOME_PACKAGES}")
+        return Check("tools", "ok", "PyGObject, GStreamer and its PipeWire source are installed")
     if kind == "wayland":
         from agent_s.desktop.wayland import REQUIRED_TOOLS
 
@@ -138,6 +158,7 @@ def _tools(kind: str | None) -> Check:
 
 def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     from agent_s.desktop.choose import open_backend
+    from agent_s.desktop.gnome import GnomeBackend
     from agent_s.desktop.ops import Point
     from agent_s.desktop.wayland import WaylandBackend
     from agent_s.errors import AgentSError, DisplayAuthorizationError
@@ -147,8 +168,12 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     except DisplayAuthorizationError as err:
         return [Check("display", "fail", str(err), "set XAUTHORITY to the server's cookie file")]
     except AgentSError as err:
+        if choice.kind == "gnome":
+            return [Check("display", "fail", str(err), _GNOME_FIX)]
         where = "WAYLAND_DISPLAY and SWAYSOCK" if choice.kind == "wayland" else "DISPLAY"
         return [Check("display", "fail", str(err), f"check {where} and that the server runs")]
+    if isinstance(backend, GnomeBackend):
+        return _gnome_checks(backend, choice)
     if isinstance(backend, WaylandBackend):
         what = f"Wayland display {backend.display} (sway) is reachable"
     else:
@@ -209,6 +234,36 @@ def _desktop_checks(display: str, choice: BackendChoice) -> list[Check]:
     if isinstance(backend, WaylandBackend):
         backend.close()
     return checks
+
+
+def _gnome_checks(backend: GnomeBackend, choice: BackendChoice) -> list[Check]:
+    """The GNOME backend names each capability, and what the session refuses."""
+    try:
+        geometry = backend.geometry()
+        monitors = "; ".join(
+            f"{m.width}x{m.height}+{m.x}+{m.y} scale {m.scale:g}" for m in geometry.monitors
+        )
+        checks = [
+            Check(
+                "display",
+                "ok",
+                f"GNOME Shell (mutter) is reachable on the session bus; gnome backend, chosen "
+                f"for {choice.reason}",
+            ),
+            Check("screen", "ok", f"{len(geometry.monitors)} monitor(s): {monitors}"),
+        ]
+        start = time.perf_counter()
+        shot = backend.capture()
+        ms = (time.perf_counter() - start) * 1000
+        w, h = shot.image.size
+        for cap in backend.capabilities():
+            detail = cap.detail
+            if cap.name == "capture":
+                detail = f"{w}x{h} screenshot in {ms:.0f} ms, {detail}"
+            checks.append(Check(cap.name, "ok" if cap.ok else "warn", detail, cap.fix))
+        return checks
+    finally:
+        backend.close()
 
 
 def _code_containment(sandbox: str) -> Check:

@@ -54,6 +54,7 @@ ROLES = (
     "verifier",
     "judge",
     "practice",
+    "model_check",
 )
 GroundingFrame = Literal["pixels", "grid1000"]
 #: How the worker refers to elements: ``labels`` for the model-free grounders (accessibility

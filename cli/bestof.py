@@ -43,6 +43,7 @@ def run_command(
     dry_run: bool,
     monitors: str | None,
     as_json: bool,
+    desktop: str | None = None,
     print_result: Callable[[Any, RunResult, bool], None],
     view: bool = False,
 ) -> int:
@@ -95,7 +96,7 @@ def run_command(
             api_key=api_key,
             check=check,
             monitors=monitors,
-            kind=virtual_kind(os.environ),
+            kind=virtual_kind(os.environ, desktop),
             on_event=event,
         )
     except KeyboardInterrupt:  # the attempts were stopped, each with its desktop

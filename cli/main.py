@@ -26,6 +26,7 @@ from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.cli.helptext import Command, Group
 from agent_s.cli.mcp import mcp
 from agent_s.cli.memory import memory_app
+from agent_s.cli.model import model_app
 from agent_s.cli.practice import practice
 from agent_s.cli.replay import replay
 from agent_s.cli.report import report
@@ -79,6 +80,7 @@ def doctor(
         bool,
         typer.Option("--virtual", help="Check inside a fresh virtual desktop (Xvfb)."),
     ] = False,
+    desktop: options.VirtualDesktopName = None,
     as_json: options.JsonReport = False,
     *,
     models: options.ModelFlags,
@@ -114,8 +116,14 @@ def doctor(
         grounding.url,
         grounding.model,
     )
+    try:
+        options.check_desktop(virtual, desktop)
+    except ValueError as error:
+        output.console(stderr=True).print(f"[red]error:[/] {escape(str(error))}")
+        raise typer.Exit(2) from error
     report = run_checks(
         virtual=virtual,
+        desktop=desktop,
         providers=lambda: provider_checks(checked, environ, timeout_s=timeout),
         sandbox=settings.code_agent.sandbox,
     )
@@ -142,6 +150,7 @@ app.command("report", cls=Command)(report)
 app.command("mcp", cls=Command)(mcp)
 app.add_typer(bench_app, name="bench")
 app.add_typer(memory_app, name="memory")
+app.add_typer(model_app, name="model")
 app.add_typer(workflow_app, name="workflow")
 
 

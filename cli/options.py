@@ -117,6 +117,15 @@ GroundUrl = Annotated[
 GroundModel = Annotated[
     str | None, typer.Option(help="Grounding model name (env AGENT_S_GROUND_MODEL).")
 ]
+GroundConvention = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="How the model that points writes a point (the grounding model's; the model's own "
+        "with --ground native): pixels, grid1000, smart_resize, unit or WxH, each optionally "
+        "-yx for [y, x]; `agent-s model check` says which (env AGENT_S_GROUND_CONVENTION).",
+    ),
+]
 Marks = Annotated[
     bool | None,
     typer.Option(
@@ -168,6 +177,31 @@ VirtualMonitors = Annotated[
         "1280x800,1024x768+1280+300; default one 1280x800).",
     ),
 ]
+
+
+VirtualDesktopName = Annotated[
+    str | None,
+    typer.Option(
+        "--desktop",
+        metavar="NAME",
+        help="With --virtual: the desktop to start: openbox (Xvfb, the default), sway, gnome "
+        "(GNOME Shell, headless) or kde (KWin, virtual).",
+    ),
+]
+
+
+def check_desktop(virtual: bool, desktop: str | None) -> None:
+    """``ValueError`` (exit 2, before anything starts) when ``--desktop`` names no desktop or
+    comes without ``--virtual``."""
+    if desktop is None:
+        return
+    import os
+
+    from agent_s.desktop.choose import virtual_kind
+
+    if not virtual:
+        raise ValueError("--desktop names the desktop --virtual starts: add --virtual")
+    virtual_kind(os.environ, desktop)
 
 
 def api_key(key: str | None, key_file: str | None) -> str | None:
@@ -263,11 +297,12 @@ class ModelFlags(SettingsGroup):
 
 @dataclass(frozen=True)
 class GroundFlags(SettingsGroup):
-    """How targets are found: --ground, --ground-url, --ground-model."""
+    """How targets are found: --ground, --ground-url, --ground-model, --ground-convention."""
 
     ground: Ground = None
     ground_url: GroundUrl = None
     ground_model: GroundModel = None
+    ground_convention: GroundConvention = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ class ReplayFlags:
     virtual: Annotated[
         bool, typer.Option("--virtual", help="Replay inside a fresh virtual desktop.")
     ] = False
+    desktop: options.VirtualDesktopName = None
     record: Annotated[
         Path | None,
         typer.Option(
@@ -116,6 +117,7 @@ def run_script(script: Script | Callable[[DesktopBackend], Script], given: Repla
                 "--heal needs a model to hand the rest of the task to: pass --model NAME "
                 "(and --provider, --base-url) or set AGENT_S_MODEL; or replay without --heal"
             )
+        options.check_desktop(given.virtual, given.desktop)
         grounding = resolved.build_grounding()
         settings = resolved.build_agent_config()
         if settings.record_dir is not None:
@@ -127,7 +129,7 @@ def run_script(script: Script | Callable[[DesktopBackend], Script], given: Repla
     if approver is None:
         _nobody_approves(err, settings.safety.mode)
     try:
-        with _desktop(given.virtual, err) as (backend, env):
+        with _desktop(given.virtual, err, None, given.desktop) as (backend, env):
             if not isinstance(script, Script):
                 script = script(backend)
             _print_script(err, script)

@@ -115,10 +115,11 @@ def _plan_line(err: Console, kind: str, data: Mapping[str, Any]) -> None:
 
 @contextlib.contextmanager
 def _desktop(
-    virtual: bool, err: Console, monitors: str | None = None
+    virtual: bool, err: Console, monitors: str | None = None, desktop: str | None = None
 ) -> Iterator[tuple[Any, dict[str, str] | None]]:
     """(backend, environment for the check command): a fresh virtual desktop (with
-    ``monitors``, a layout such as ``1280x800,1024x768+1280+300``), or $DISPLAY."""
+    ``monitors``, a layout such as ``1280x800,1024x768+1280+300``; ``desktop``: which one,
+    ``agent_s.desktop.choose.DESKTOPS``), or the session's own."""
     from agent_s.desktop.choose import desktop_backend, open_backend, virtual_kind
 
     if not virtual:
@@ -127,7 +128,7 @@ def _desktop(
         return
     from agent_s.desktop.virtual import VirtualDesktop
 
-    kind = virtual_kind(os.environ)  # AGENT_S_BACKEND=wayland: a headless sway desktop
+    kind = virtual_kind(os.environ, desktop)  # --desktop, else AGENT_S_BACKEND, else Xvfb
     with VirtualDesktop(home="temp", monitors=monitors, kind=kind) as desk:
         layout = ", ".join(f"{m.width}x{m.height}+{m.x}+{m.y}" for m in desk.monitors)
         size = layout or f"{desk.width}x{desk.height}"
@@ -381,6 +382,7 @@ def run(
         typer.Option("--virtual", help="Run inside a fresh virtual desktop."),
     ] = False,
     virtual_monitors: options.VirtualMonitors = None,
+    desktop: options.VirtualDesktopName = None,
     view: Annotated[
         bool,
         typer.Option(
@@ -504,6 +506,7 @@ def run(
             if not virtual:
                 raise ValueError("--virtual-monitors sets the monitors of a --virtual desktop")
             parse_monitors(virtual_monitors)  # a bad layout exits 2 before anything starts
+        options.check_desktop(virtual, desktop)  # exits 2 before anything starts
         if view and not virtual:
             raise ValueError("--view shows a --virtual desktop: add --virtual")
         if pause_on_input and virtual:
@@ -570,6 +573,7 @@ def run(
                 virtual=virtual,
                 dry_run=dry_run,
                 monitors=virtual_monitors,
+                desktop=desktop,
                 as_json=as_json,
                 print_result=_print_result,
                 view=view,
@@ -578,7 +582,7 @@ def run(
     code = 0
     try:
         with (
-            _desktop(virtual, err, virtual_monitors) as (backend, env),
+            _desktop(virtual, err, virtual_monitors, desktop) as (backend, env),
             watching(
                 control, env, view=view, guard=guard, say=lambda line: _note(err, line)
             ) as live,

@@ -289,6 +289,8 @@ class AccessibilityGrounder:
 
     def prefetch(self, observation: Observation) -> None:
         """Start reading the tree for ``observation`` in the background (once)."""
+        if not observation.screenshot.accessibility_boxes:
+            return  # nothing to read: ``snapshot`` says why
         future, started = self._entry(observation)
         if not started:
             return
@@ -304,6 +306,14 @@ class AccessibilityGrounder:
     def snapshot(self, observation: Observation) -> list[Element]:
         """The elements at the time of ``observation``, boxes in screen coordinates (read once
         per observation)."""
+        if not observation.screenshot.accessibility_boxes:
+            raise GrounderUnavailable(
+                "this session hides where windows are (GNOME Wayland gives every window the "
+                "position 0, 0), so accessibility boxes are no screen coordinates here; text "
+                "and controls are found in the screenshot instead",
+                grounder=self.name,
+                reason="window positions hidden",
+            )
         future, started = self._entry(observation)
         if started:
             self._read(observation, future)

@@ -40,6 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent_s.actions.models import Target, TargetKind
+from agent_s.conventions import PointConvention, point_convention
 from agent_s.desktop.base import WindowInfo
 from agent_s.desktop.ops import Point
 from agent_s.grounding.accessibility import AccessibilityGrounder, window_outline
@@ -59,7 +60,9 @@ from agent_s.grounding.types import (
     Observation,
 )
 from agent_s.images import EncodedImage, ImageSpec
+from agent_s.models.profiles import ModelProfile
 from agent_s.models.types import Provider
+from agent_s.settings.config import GroundingConfig
 
 
 class AttemptRecord(BaseModel):
@@ -271,8 +274,9 @@ def build_grounder(
     mode: GroundMode = "auto",
     *,
     model: Provider | None = None,
-    model_convention: Convention | None = None,
+    model_convention: Convention | PointConvention | None = None,
     native_spec: ImageSpec | None = None,
+    native_convention: PointConvention | None = None,
     ocr: OcrGrounder | None = None,
     a11y: AccessibilityGrounder | None = None,
 ) -> Grounder:
@@ -280,13 +284,15 @@ def build_grounder(
 
     ``model`` is the grounding model's provider (required for ``mode="model"``); pass an
     ``ocr`` grounder to share its OCR cache with other users of the same screenshots.
+    ``model_convention`` / ``native_convention``: how the grounding model / the generation
+    model (``native``) write a point (None: the family's / the image's pixels).
     """
     if mode == "a11y":
         return a11y or AccessibilityGrounder()
     if mode == "ocr":
         return ocr or OcrGrounder()
     if mode == "native":
-        return NativeGrounder(native_spec)
+        return NativeGrounder(native_spec, native_convention or "pixels")
     if mode == "model":
         if model is None:
             raise ValueError(
@@ -317,14 +323,41 @@ class Locator:
         mode: GroundMode = "auto",
         *,
         model: Provider | None = None,
-        model_convention: Convention | None = None,
+        model_convention: Convention | PointConvention | None = None,
         native_spec: ImageSpec | None = None,
+        native_convention: PointConvention | None = None,
     ) -> Locator:
         """The locator over ``build_grounder(mode, ...)``."""
         return cls(
             build_grounder(
-                mode, model=model, model_convention=model_convention, native_spec=native_spec
+                mode,
+                model=model,
+                model_convention=model_convention,
+                native_spec=native_spec,
+                native_convention=native_convention,
             )
+        )
+
+    @classmethod
+    def for_config(
+        cls,
+        grounding: GroundingConfig,
+        model: Provider | None,
+        worker: ModelProfile,
+        grounder: ModelProfile | None = None,
+    ) -> Locator:
+        """The locator a run's settings ask for: ``model`` is the grounding model's provider,
+        ``worker`` / ``grounder`` the generation / grounding model's profiles. A convention
+        set (``--ground-convention``) wins over a profile's ``point_convention``, which wins
+        over the grounding model family's (or, for a native worker, the image's pixels)."""
+        said = grounding.convention
+        ground = grounder.point_convention if grounder is not None else None
+        return cls.for_mode(
+            grounding.mode,
+            model=model,
+            model_convention=said or point_convention(ground),
+            native_spec=worker.image_spec,
+            native_convention=said or point_convention(worker.point_convention),
         )
 
     @property

@@ -10,8 +10,10 @@ sent and the model family (``convention_for_model``), never from hand-set sizes:
 | UI-TARS 1.0, Seed / Doubao, Qwen3-VL     | ``grid1000``: 0-1000 relative grid          |
 | anything else (GPT, Claude, generic VLM) | ``pixels``: pixels of the image sent        |
 
-A reply written as 0-1 fractions is read in the ``unit`` frame. Out-of-bounds or unparseable
-replies raise ``GroundingReplyError``; a reply saying "not found" raises ``NotFound``.
+A reply written as 0-1 fractions is read in the ``unit`` frame. A convention given (the
+``--ground-convention`` setting, a name of ``agent_s.conventions``: ``grid1000-yx``,
+``1920x1080``) wins over the family's. Out-of-bounds or unparseable replies raise
+``GroundingReplyError``; a reply saying "not found" raises ``NotFound``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 import weakref
 from collections.abc import Sequence
 
+from agent_s.conventions import PointConvention
 from agent_s.desktop.ops import Point
 from agent_s.grounding.replies import ReplySaysNotFound, parse_location, parse_span_choice
 from agent_s.grounding.transform import QWEN_MAX_PIXELS, Convention, CoordinateChain, Frame
@@ -64,26 +67,17 @@ def default_image_spec(convention: Convention) -> ImageSpec:
 
 
 def location_to_screen(
-    reply: str,
-    *,
-    chain: CoordinateChain,
-    convention: Convention,
-    frame_size: tuple[int, int] | None = None,
+    reply: str, *, chain: CoordinateChain, convention: PointConvention
 ) -> tuple[Box | None, tuple[int, int], dict[str, object]]:
     """Parse ``reply`` and map it through ``chain``: (screen box or None, screen point, facts).
-    ``frame_size``: a fixed frame (width, height) over the sent image instead of the
-    convention's (0-1 fractions are still read as such).
+    0-1 fractions are read in the ``unit`` frame whatever ``convention`` says (its order kept).
 
     Raises ``GroundingReplyError`` (unparseable, several locations, out of bounds) and
     ``ReplySaysNotFound``.
     """
     location = parse_location(reply)
-    used = "unit" if location.unit else convention
+    used = convention.reading("unit") if location.unit else convention
     frame = chain.frame(used)
-    if frame_size is not None and not location.unit:
-        used = "pixels"
-        width, height = frame_size
-        frame = Frame("pixels", float(width), float(height), frame.sent_width, frame.sent_height)
     try:
         if location.kind == "box":
             x1, y1, x2, y2 = location.values
@@ -101,7 +95,7 @@ def location_to_screen(
     facts: dict[str, object] = {
         "reply": reply[:500],
         "format": location.format,
-        "convention": used,
+        "convention": str(used),
         "frame": [frame.width, frame.height],
         "sent": [frame.sent_width, frame.sent_height],
         "model_point": list(location.point),
@@ -112,9 +106,10 @@ def location_to_screen(
 class ModelGrounder:
     """Asks a grounding model where an element is. One request per ``ground`` call.
 
-    ``convention`` defaults to the model family's (``convention_for_model(provider.model)``);
-    ``image_spec`` to ``default_image_spec(convention)``. ``frame_size``: the model answers in
-    a fixed ``width`` x ``height`` frame over the image sent, whatever its family (Agent S3's
+    ``convention`` (a frame name or a ``PointConvention``) defaults to the model family's
+    (``convention_for_model(provider.model)``); ``image_spec`` to
+    ``default_image_spec(convention)``. ``frame_size``: the model answers in a fixed
+    ``width`` x ``height`` frame over the image sent, whatever its family (Agent S3's
     ``grounding_width`` / ``grounding_height``); None: the convention's frame.
     """
 
@@ -124,16 +119,21 @@ class ModelGrounder:
         self,
         provider: Provider,
         *,
-        convention: Convention | None = None,
+        convention: Convention | PointConvention | None = None,
         image_spec: ImageSpec | None = None,
         max_output_tokens: int = 256,
         frame_size: tuple[int, int] | None = None,
     ) -> None:
         if frame_size is not None and min(frame_size) < 1:
             raise ValueError(f"a grounding frame must be at least 1x1, not {frame_size}")
-        self.frame_size = frame_size
+        if not isinstance(convention, PointConvention):
+            convention = PointConvention(convention or convention_for_model(provider.model))
+        if frame_size is not None:
+            convention = PointConvention("pixels", convention.order, frame_size)
+        self.spec = convention
+        self.frame_size = convention.size
         self.provider = provider
-        self.convention: Convention = convention or convention_for_model(provider.model)
+        self.convention: Convention = convention.frame
         self.image_spec = image_spec or default_image_spec(self.convention)
         self.max_output_tokens = max_output_tokens
         self._encoded: tuple[weakref.ref[Observation], EncodedImage] | None = None
@@ -187,9 +187,7 @@ class ModelGrounder:
         )
         reply = self.provider.complete(request)
         try:
-            box, (x, y), facts = location_to_screen(
-                reply.text, chain=chain, convention=self.convention, frame_size=self.frame_size
-            )
+            box, (x, y), facts = location_to_screen(reply.text, chain=chain, convention=self.spec)
         except ReplySaysNotFound as err:
             raise NotFound(
                 f"the grounding model {self.provider.model} says {expression!r} is not on the "

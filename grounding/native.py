@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from agent_s.conventions import PointConvention
 from agent_s.desktop.ops import Point
 from agent_s.grounding.model import location_to_screen
 from agent_s.grounding.replies import ReplySaysNotFound
@@ -34,12 +35,15 @@ def native_result(
     *,
     sent: EncodedImage,
     observation: Observation,
-    convention: Convention = "pixels",
+    convention: Convention | PointConvention = "pixels",
     source: str = "the generation model",
 ) -> GroundingResult:
-    """The screen point for a model's own coordinates ``reply`` over the image ``sent``."""
+    """The screen point for a model's own coordinates ``reply`` over the image ``sent``, read
+    in ``convention`` (``--ground-convention`` for a native worker; pixels by default)."""
     start = time.perf_counter()
     chain = CoordinateChain(observation.screenshot, sent, observation.geometry)
+    if not isinstance(convention, PointConvention):
+        convention = PointConvention(convention)
     try:
         box, (x, y), facts = location_to_screen(reply, chain=chain, convention=convention)
     except ReplySaysNotFound as err:
@@ -83,10 +87,14 @@ class NativeGrounder:
     name = "native"
 
     def __init__(
-        self, image_spec: ImageSpec | None = None, convention: Convention = "pixels"
+        self,
+        image_spec: ImageSpec | None = None,
+        convention: Convention | PointConvention = "pixels",
     ) -> None:
         self.image_spec = image_spec or ImageSpec()
-        self.convention: Convention = convention
+        self.convention = (
+            convention if isinstance(convention, PointConvention) else PointConvention(convention)
+        )
 
     def ground(self, expression: str, observation: Observation) -> GroundingResult:
         image = observation.screenshot.image

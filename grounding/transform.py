@@ -10,7 +10,11 @@ Every coordinate that reaches the desktop passes through here, whoever produced 
    - ``smart_resize``: pixels of the image after Qwen2.5-VL's ``smart_resize`` (UI-TARS-1.5,
      Qwen2.5-VL, GTA1): both sides multiples of 28, total pixels within
      [100*28*28, 16384*28*28], aspect ratio kept;
-   - ``unit``: 0-1 fractions of the image.
+   - ``unit``: 0-1 fractions of the image;
+   - a fixed ``W x H`` pixel frame over the image (a model told another size);
+
+   and in either order: ``(x, y)`` or ``[y, x]`` (``Frame.order``). The names are
+   ``agent_s.conventions.PointConvention``'s (``grid1000-yx``, ``1920x1080``), one setting.
 
 2. **sent image -> screenshot** undoes the downscaling of the encoder; it is
    ``EncodedImage.to_screenshot`` (``agent_s.images``), used here, not re-implemented.
@@ -36,15 +40,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
+from agent_s.conventions import FRAME_NAMES, FrameName, Order, PointConvention
 from agent_s.desktop.base import ScreenGeometry, Screenshot
 from agent_s.desktop.ops import Point
 from agent_s.grounding.types import Box, CoordinateError
 from agent_s.images import EncodedImage, PointOutsideImageError
 
-Convention = Literal["pixels", "grid1000", "smart_resize", "unit"]
-CONVENTIONS: tuple[Convention, ...] = ("pixels", "grid1000", "smart_resize", "unit")
+Convention = FrameName
+CONVENTIONS: tuple[Convention, ...] = FRAME_NAMES
 
 QWEN_FACTOR = 28
 QWEN_MIN_PIXELS = 100 * 28 * 28
@@ -109,8 +113,10 @@ class Frame:
 
     ``width`` x ``height`` is the extent of the model's coordinates: the sent size for
     ``pixels``, 1000 x 1000 for ``grid1000``, the smart-resized size for ``smart_resize``,
-    1 x 1 for ``unit``. Pixel frames accept ``0 <= x < width``; relative frames (grid, unit)
-    accept the closed range ``0 <= x <= width``, whose far edge is the last pixel.
+    1 x 1 for ``unit``, or a fixed size. Pixel frames accept ``0 <= x < width``; relative
+    frames (grid, unit) accept the closed range ``0 <= x <= width``, whose far edge is the last
+    pixel. ``order`` "yx": the model writes ``[y, x]``, and every method here takes and gives
+    the two values in the model's order.
     """
 
     convention: Convention
@@ -118,13 +124,36 @@ class Frame:
     height: float
     sent_width: int
     sent_height: int
+    order: Order = "xy"
 
     @classmethod
-    def for_image(cls, convention: Convention, sent_width: int, sent_height: int) -> Frame:
-        """The frame a model of ``convention`` answers in, for an image of the size it saw."""
+    def of(cls, convention: PointConvention, sent_width: int, sent_height: int) -> Frame:
+        """The frame of a named convention (``agent_s.conventions``) over the image sent."""
+        return cls.for_image(
+            convention.frame,
+            sent_width,
+            sent_height,
+            order=convention.order,
+            size=convention.size,
+        )
+
+    @classmethod
+    def for_image(
+        cls,
+        convention: Convention,
+        sent_width: int,
+        sent_height: int,
+        *,
+        order: Order = "xy",
+        size: tuple[int, int] | None = None,
+    ) -> Frame:
+        """The frame a model of ``convention`` answers in, for an image of the size it saw;
+        ``size``: a fixed pixel frame instead of the sent size."""
         if sent_width < 1 or sent_height < 1:
             raise ValueError(f"sent image size must be positive, not {sent_width}x{sent_height}")
-        if convention == "pixels":
+        if size is not None and convention == "pixels":
+            w, h = float(size[0]), float(size[1])
+        elif convention == "pixels":
             w, h = float(sent_width), float(sent_height)
         elif convention == "grid1000":
             w, h = 1000.0, 1000.0
@@ -135,14 +164,19 @@ class Frame:
             w, h = 1.0, 1.0
         else:
             raise ValueError(f"unknown coordinate convention {convention!r}")
-        return cls(convention, w, h, sent_width, sent_height)
+        return cls(convention, w, h, sent_width, sent_height, order)
 
     @property
     def relative(self) -> bool:
         return self.convention in ("grid1000", "unit")
 
-    def check(self, x: float, y: float) -> None:
-        """Raise ``CoordinateError`` unless (x, y) is a finite point inside this frame."""
+    def _xy(self, first: float, second: float) -> tuple[float, float]:
+        """The values as the model wrote them, as (x, y)."""
+        return (second, first) if self.order == "yx" else (first, second)
+
+    def check(self, first: float, second: float) -> None:
+        """Raise ``CoordinateError`` unless the point is a finite point inside this frame."""
+        x, y = self._xy(first, second)
         finite = math.isfinite(x) and math.isfinite(y)
         if self.relative:
             inside = finite and 0 <= x <= self.width and 0 <= y <= self.height
@@ -159,16 +193,18 @@ class Frame:
                 bounds=(self.width, self.height),
             )
 
-    def to_sent(self, x: float, y: float) -> tuple[int, int]:
-        """The sent-image pixel under model point (x, y); bounds-checked."""
-        self.check(x, y)
+    def to_sent(self, first: float, second: float) -> tuple[int, int]:
+        """The sent-image pixel under the model's point (in its order); bounds-checked."""
+        self.check(first, second)
+        x, y = self._xy(first, second)
         sx = math.floor(x * self.sent_width / self.width)
         sy = math.floor(y * self.sent_height / self.height)
         # The far edge of a relative frame (x == 1000) belongs to the last pixel.
         return min(sx, self.sent_width - 1), min(sy, self.sent_height - 1)
 
     def from_sent(self, x: int, y: int) -> tuple[float, float]:
-        """The model coordinates of the centre of sent pixel (x, y): the inverse of ``to_sent``."""
+        """The model coordinates (in its order) of the centre of sent pixel (x, y): the inverse
+        of ``to_sent``."""
         if not (0 <= x < self.sent_width and 0 <= y < self.sent_height):
             raise CoordinateError(
                 f"({x}, {y}) is outside the {self.sent_width}x{self.sent_height} sent image",
@@ -177,7 +213,7 @@ class Frame:
                 y=y,
                 bounds=(self.sent_width, self.sent_height),
             )
-        return (
+        return self._xy(
             (x + 0.5) * self.width / self.sent_width,
             (y + 0.5) * self.height / self.sent_height,
         )
@@ -209,11 +245,14 @@ class CoordinateChain:
         self.geometry = geometry
         self.width, self.height = width, height
 
-    def frame(self, convention: Convention) -> Frame:
+    def frame(self, convention: Convention | PointConvention) -> Frame:
         """The frame a model of ``convention`` answers in for the image it was sent."""
+        spec = (
+            convention if isinstance(convention, PointConvention) else PointConvention(convention)
+        )
         if self.sent is None:
-            return Frame.for_image(convention, self.width, self.height)
-        return Frame.for_image(convention, self.sent.width, self.sent.height)
+            return Frame.of(spec, self.width, self.height)
+        return Frame.of(spec, self.sent.width, self.sent.height)
 
     # -- sent image <-> screenshot -------------------------------------------------------------
 

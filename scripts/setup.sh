@@ -6,6 +6,7 @@
 #   bash scripts/setup.sh               # non-editable install (what CI and users get)
 #   bash scripts/setup.sh --dev         # editable install, for working on agent-s itself
 #   bash scripts/setup.sh --bench-apps  # only the applications OSWorld's tasks drive (below)
+#   bash scripts/setup.sh --desktops    # also GNOME Shell and KWin, headless (--desktop gnome|kde)
 #
 # Every run is idempotent: what is installed already is left as it is.
 set -euo pipefail
@@ -13,12 +14,14 @@ cd "$(dirname "$0")/.."
 
 editable=""
 bench_apps=""
+desktops=""
 for arg in "$@"; do
   case "$arg" in
     "--dev") editable="-e" ;;
     "--bench-apps") bench_apps=1 ;;
-    "-h" | "--help") sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown option $arg (use --dev, --bench-apps or --help)" >&2; exit 2 ;;
+    "--desktops") desktops=1 ;;
+    "-h" | "--help") sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (use --dev, --bench-apps, --desktops or --help)" >&2; exit 2 ;;
   esac
 done
 
@@ -165,6 +168,18 @@ packages=(
   xterm rxvt-unicode lxterminal mousepad galculator gtk-3-examples libreoffice-calc libreoffice-gtk3 chromium
   fonts-dejavu-core
 )
+# --desktops: the GNOME and KDE Plasma Wayland desktops agent-s drives, for their virtual
+# desktops (run --virtual --desktop gnome|kde) and tests
+DESKTOP_PACKAGES=(
+  # GNOME: the shell (mutter) headless, its screencast read through PipeWire and GStreamer
+  gnome-shell mutter pipewire wireplumber gstreamer1.0-pipewire gstreamer1.0-plugins-base
+  gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+  # KDE Plasma: KWin as a virtual Wayland session
+  kwin-wayland plasma-wayland-protocols
+)
+if [ -n "$desktops" ]; then
+  packages+=("${DESKTOP_PACKAGES[@]}")
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 

@@ -67,7 +67,7 @@ class Command:
         args = self.argv[1:]
         if not args:
             return ()
-        two = args[0] in ("bench", "workflow") and len(args) > 1
+        two = args[0] in ("bench", "workflow", "model") and len(args) > 1
         return tuple(args[:2]) if two else (args[0],)
 
     def value(self, flag: str) -> str | None:

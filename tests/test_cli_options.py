@@ -86,6 +86,7 @@ def test_settings_flags_names_each_setting_by_its_option() -> None:
         "--ground": None,
         "--ground-url": None,
         "--ground-model": None,
+        "--ground-convention": None,
         "--max-steps": 4,
     }  # the key is not a setting: ModelFlags.key() gives it
     assert ModelFlags(api_key="sk-x").key() == "sk-x"

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from modelcheck_scripts import battery_script
 from packaging.requirements import Requirement
 from PIL import Image
 from readme_runners import (
@@ -220,6 +221,8 @@ def kind(command: Command) -> str:
             return " ".join(sub)
         if sub == ("bench", "report"):
             return "bench report"
+        if sub == ("model", "check"):
+            return "model check"
         if sub in (("memory",), ("report",), ("practice",)):
             return sub[0]
         return ""
@@ -544,6 +547,20 @@ def _practice_line(command: Command, scene: Scene) -> None:
     }
 
 
+def _model_check_line(command: Command, scene: Scene) -> None:
+    """``agent-s model check``: the scripted model answers the battery as a Qwen2.5-VL would
+    (its computer_use tool calls, points in its resized frame); the report is the sample and
+    the profile is saved where `run` reads it."""
+    with ScriptedModelServer(battery_script(style="qwen-vl", convention="smart_resize")) as server:
+        env, argv = _model_env(command, server)
+        done = _agent_s(argv, scene, env, virtual=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_printed(samples_after("Against a Qwen2.5-VL served by Ollama"), done.stdout)
+    profiles = load_settings(path=scene.config, environ={}).build_profiles()
+    saved = profiles.resolve(command.value("--model") or "", "openai_compatible")
+    assert saved.point_convention == "smart_resize"
+
+
 def _script_line(command: Command, scene: Scene) -> None:
     argv = [sys.executable, str(ROOT / command.argv[1]), *SMALLEST[command.argv[1]]]
     env = {**_CLEAN, "HOME": str(scene.home)}
@@ -570,6 +587,7 @@ RUNNERS: dict[str, Callable[[Command, Scene], None]] = {
     "replay": replay_line,
     "workflow": workflow_line,
     "export": export_line,
+    "model check": _model_check_line,
 }
 # Checked above, not run here: what CI runs itself, what needs the network or a Ray cluster.
 CHECKED_ONLY = ("ci", "network", "cluster")

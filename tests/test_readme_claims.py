@@ -39,6 +39,7 @@ _VARIABLE = re.compile(r"(?<![\w])AGENT_S_[A-Z0-9_]*[A-Z0-9]")
 # Flags the README names of other programs, each with where it belongs.
 OTHER_TOOLS = {
     "--dev": "scripts/setup.sh's own option (tests/test_readme.py checks it there)",
+    "--desktops": "scripts/setup.sh's own option (tests/test_readme.py checks it there)",
     "--listmonitors": "xrandr's, named to say where monitors are read from",
     "--no-deps": "pip's, in the line that installs Agent S3 for the side-by-side benchmark",
 }
@@ -229,6 +230,7 @@ SAMPLES = {
     "`practice-<time>` folder beside the runs": "test_readme.py::_practice_line",
     "`bench check` says, per domain": "test_the_bench_check_sample_is_what_it_prints",
     "Progress and one line per task go to stderr": "test_bench_run.py (reference policy)",
+    "Against a Qwen2.5-VL served by Ollama": "test_readme.py::_model_check_line",
 }
 
 

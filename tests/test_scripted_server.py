@@ -86,6 +86,20 @@ def test_an_unused_step_fails_on_leaving_the_with_block() -> None:
         _openai(server).chat.completions.create(model="m", messages=HELLO)
 
 
+def test_a_chat_completion_streams_as_server_sent_events_through_the_sdk() -> None:
+    with ScriptedModelServer([reply("hello there", input_tokens=7, output_tokens=3)]) as server:
+        stream = _openai(server).chat.completions.create(
+            model="m", messages=HELLO, stream=True, stream_options={"include_usage": True}
+        )
+        chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "hello there"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None
+    assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (7, 3)
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) == 2
+
+
 def test_the_with_block_does_not_hide_the_tests_own_error() -> None:
     with pytest.raises(KeyError), ScriptedModelServer([reply("unused")]):
         raise KeyError("the test's own failure")
@@ -95,7 +109,7 @@ def test_stream_unknown_path_and_non_json_are_refused_and_recorded() -> None:
     with ScriptedModelServer([]) as server:
         client = _openai(server)
         with pytest.raises(openai.BadRequestError, match="streaming was requested"):
-            client.chat.completions.create(model="m", messages=HELLO, stream=True)
+            client.responses.create(model="m", input="hello", stream=True)
         with pytest.raises(openai.NotFoundError):
             client.embeddings.create(model="m", input="x")
         host, port = server.base_url.removeprefix("http://").split(":")

@@ -37,7 +37,7 @@ from agent_s.actions.models import (
     TypeAction,
     WaitAction,
 )
-from agent_s.actions.parse import parse_action
+from agent_s.actions.parse import REPLY_STYLES, ParsedReply, ReplyStyle, parse_action, parse_reply
 from agent_s.actions.pointing import literal_point, point_description
 from agent_s.actions.render import render
 from agent_s.errors import ActionParseError
@@ -45,6 +45,10 @@ from agent_s.keys import PLATFORMS, OsName, primary_modifier
 
 __all__ = [
     "ACTION_MODELS",
+    "REPLY_STYLES",
+    "ParsedReply",
+    "ReplyStyle",
+    "parse_reply",
     "Action",
     "ActionModel",
     "ActionParseError",

@@ -39,7 +39,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 from pydantic import ValidationError
 
@@ -93,16 +93,38 @@ class _Call:
     prefixed: bool = True
 
 
+# the reply styles read: our calls, JSON tool calls of our actions, computer-use tool calls
+# (Anthropic, OpenAI), Qwen-VL's computer_use function, UI-TARS' calls, pyautogui code
+ReplyStyle = Literal["calls", "json", "computer-use", "qwen-vl", "ui-tars", "pyautogui"]
+REPLY_STYLES: tuple[ReplyStyle, ...] = get_args(ReplyStyle)
+_QWEN_TOOLS = ("computer_use", "mobile_use")
+
+
 @dataclass(frozen=True)
 class _Found:
-    """One action found in the reply, not yet validated: its label and how to build it."""
+    """One action found in the reply, not yet validated: its label, how to build it and the
+    style it is written in."""
 
     label: str
     build: Callable[[], ActionModel]
+    style: ReplyStyle = "calls"
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    """The one action of a reply and the style it was written in (``ReplyStyle``)."""
+
+    action: Action
+    style: ReplyStyle
 
 
 def parse_action(text: str) -> Action:
     """The one action in ``text``; raise ``ActionParseError`` otherwise. Nothing is executed."""
+    return parse_reply(text).action
+
+
+def parse_reply(text: str) -> ParsedReply:
+    """``parse_action``, with the style the action was written in."""
     if not isinstance(text, str):
         raise TypeError(f"parse_action needs the reply text, got {type(text).__name__}")
     if len(text) > MAX_REPLY_CHARS:
@@ -112,7 +134,8 @@ def parse_action(text: str) -> Action:
             kind="syntax",
         )
     try:
-        return cast(Action, _parse(text))  # one of the union's models, by construction
+        model, style = _parse(text)
+        return ParsedReply(cast(Action, model), style)  # one of the union's models
     except ActionParseError:
         raise
     except (RecursionError, MemoryError):
@@ -125,7 +148,7 @@ def parse_action(text: str) -> Action:
         ) from None
 
 
-def _parse(text: str) -> ActionModel:
+def _parse(text: str) -> tuple[ActionModel, ReplyStyle]:
     # Fenced code first (calls, pyautogui code), then fenced JSON, then the whole reply likewise.
     fences = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
     found = [f for lang, body in fences if lang not in _JSON_FENCES for f in _in_code(body)]
@@ -144,7 +167,7 @@ def _parse(text: str) -> ActionModel:
             )
         raise ActionParseError(f"no action found. {_HOW} Valid actions: {_VALID}.", kind="none")
     _exactly_one([f.label for f in found])
-    return found[0].build()
+    return found[0].build(), found[0].style
 
 
 def _broken_json(text: str) -> bool:
@@ -180,11 +203,23 @@ def _call_found(call: _Call) -> _Found:
     return _Found(
         f"agent.{call.name}(...)" if call.prefixed else f"{call.name}(...)",
         lambda: _from_call(call),
+        "calls" if call.prefixed else _call_style(call),
     )
 
 
+def _call_style(call: _Call) -> ReplyStyle:
+    """A bare call's style: UI-TARS' when its name and arguments are, else ours."""
+    try:
+        node = ast.parse(call.source.strip(), mode="eval").body
+    except SyntaxError:
+        return "calls"
+    return "ui-tars" if isinstance(node, ast.Call) and _is_uitars(call.name, node) else "calls"
+
+
 def _code_found(code: str) -> _Found:
-    return _Found("pyautogui code", lambda: _translated(*pyautogui_code.translate(code)))
+    return _Found(
+        "pyautogui code", lambda: _translated(*pyautogui_code.translate(code)), "pyautogui"
+    )
 
 
 def _in_code(body: str) -> list[_Found]:
@@ -499,7 +534,19 @@ def _json_item(obj: dict[str, Any]) -> _Found:
     if isinstance(function, dict):
         name = function.get("name")
     label = f'{{"action": {_clip(json.dumps(name), 40)}, ...}}'
-    return _Found(label, lambda: _from_json(obj))
+    return _Found(label, lambda: _from_json(obj), _json_style(obj, name))
+
+
+def _json_style(obj: dict[str, Any], name: Any) -> ReplyStyle:
+    """A JSON action's style: a computer-use tool's (Qwen-VL's ``computer_use`` apart), else
+    a tool call of our own actions."""
+    if name in _QWEN_TOOLS:
+        return "qwen-vl"
+    if _json_kind(obj) in ("computer_call", "openai_action") or name in _TOOLS:
+        return "computer-use"
+    action = obj.get("action")
+    ours = isinstance(action, str) and action in ACTION_MODELS
+    return "computer-use" if action in computer_use.NAMES and not ours else "json"
 
 
 def _arguments_object(value: Any, where: str, name: str) -> dict[str, Any]:

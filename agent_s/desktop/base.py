@@ -60,11 +60,17 @@ class ScreenGeometry:
 
 @dataclass(frozen=True)
 class Screenshot:
-    """A captured image and where it sits: image pixel (0, 0) is screen point ``origin``."""
+    """A captured image and where it sits: image pixel (0, 0) is screen point ``origin``.
+
+    ``accessibility_boxes``: whether the accessibility tree's extents are screen coordinates
+    on this screen; False where the session hides where windows are (GNOME Wayland reports
+    every window at (0, 0)), and accessibility boxes must then never become points.
+    """
 
     image: Image.Image
     origin: Point = field(default_factory=lambda: Point(0, 0))
     scale: float = 1.0
+    accessibility_boxes: bool = True
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,14 @@ HOST_SESSION_VARS = (
     "NO_AT_BRIDGE",
 )
 _REQUIRED = ("Xvfb", "xauth")
-DesktopKind = Literal["x11", "wayland"]
+DesktopKind = Literal["x11", "wayland", "gnome", "kde"]
+#: the class of each kind of virtual desktop but X11's, as (module, class): each module builds
+#: on this one, so it is imported by name when such a desktop is made
+KIND_CLASSES: dict[str, tuple[str, str]] = {
+    "wayland": ("agent_s.desktop.wayland_virtual", "WaylandDesktop"),
+    "gnome": ("agent_s.desktop.gnome_virtual", "GnomeDesktop"),
+    "kde": ("agent_s.desktop.kde_virtual", "KdeDesktop"),
+}
 _Desktop = TypeVar("_Desktop", bound="VirtualDesktop")
 _LAYOUT_HELP = (
     "monitors are given as WxH or WxH+X+Y, comma-separated (e.g. 1280x800,1024x768+1280+300); "
@@ -185,13 +192,15 @@ class VirtualDesktop:
     launcher: Sequence[str] = ()
 
     def __new__(cls, *args: Any, kind: DesktopKind = "x11", **kwargs: Any) -> VirtualDesktop:
-        """``kind="wayland"`` makes a headless sway desktop instead (``wayland_virtual``)."""
-        if kind not in ("x11", "wayland"):
-            raise ValueError(f"kind must be 'x11' or 'wayland', got {kind!r}")
-        if kind == "wayland" and cls is VirtualDesktop:
-            # the kind's class, found by name: that module builds on this one
-            module = importlib.import_module("agent_s.desktop.wayland_virtual")
-            return super().__new__(module.WaylandDesktop)
+        """``kind="wayland"`` makes a headless sway desktop instead (``wayland_virtual``),
+        ``"gnome"`` a headless GNOME Shell, ``"kde"`` a virtual KWin (``KIND_CLASSES``)."""
+        if kind != "x11" and kind not in KIND_CLASSES:
+            kinds = ", ".join(repr(k) for k in ("x11", *KIND_CLASSES))
+            raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
+        if kind != "x11" and cls is VirtualDesktop:
+            module_name, class_name = KIND_CLASSES[kind]
+            module = importlib.import_module(module_name)
+            return super().__new__(getattr(module, class_name))
         return super().__new__(cls)
 
     def __init__(

@@ -136,9 +136,10 @@ class Agent:
         self.reset()
 
     def _build_locator(self) -> Locator:
-        model = self._calls.grounding_model(self.grounding)
-        spec = self._profile.image_spec
-        return Locator.for_mode(self.grounding.mode, model=model, native_spec=spec)
+        model, calls = self._calls.grounding_model(self.grounding), self._calls
+        return Locator.for_config(
+            self.grounding, model, self._profile, calls.grounding_profile(self.grounding)
+        )
 
     @property
     def backend(self) -> DesktopBackend:

@@ -14,7 +14,7 @@ from agent_s.guards.redaction import Redactor
 from agent_s.loop.draft import Draft
 from agent_s.models.errors import ModelError
 from agent_s.models.factory import build_metered_provider, build_provider
-from agent_s.models.profiles import ProfileRegistry
+from agent_s.models.profiles import ModelProfile, ProfileRegistry
 from agent_s.models.retry import RetryPolicy, retry_line
 from agent_s.models.types import Message, ModelReply, ModelRequest
 from agent_s.models.usage import Budget, MeteredProvider, UsageMeter
@@ -37,6 +37,7 @@ class ModelCalls:
         on_retry: Callable[[str], None] | None = None,
     ) -> None:
         self._settings, self._redactor, self._retry_line = settings, redactor, on_retry
+        self._profiles = profiles or ProfileRegistry()
         self.meter = UsageMeter(self.budget())  # one per agent, reset in place per task
         self.retry = RetryPolicy(max_attempts=settings().retry_attempts)
         self.provider = build_metered_provider(
@@ -70,6 +71,11 @@ class ModelCalls:
             settings, retry=self.retry, on_retry=self._on_retry, before_retry=self._before_retry
         )
         return MeteredProvider(provider, self.meter, redactor=self._redactor)
+
+    def grounding_profile(self, grounding: GroundingConfig) -> ModelProfile | None:
+        """The grounding model's profile (its ``point_convention``), when one is set."""
+        settings = grounding.settings()
+        return None if settings is None else self._profiles.resolve(settings.model, settings.api)
 
     def call(self, messages: Sequence[Message], purpose: str) -> ModelReply:
         """One model call; its retries (if any) are noted on the step."""

@@ -9,6 +9,8 @@ One HTTP attempt per ``complete``; retries are the retry layer's.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Any
 
 import openai
@@ -123,11 +125,39 @@ class OpenAIChatProvider:
     def complete(self, request: ModelRequest) -> ModelReply:
         kwargs = self.request_kwargs(request)
         timeout = request_timeout(self.settings, request)
+        if request.stream:
+            return self._streamed(kwargs, timeout)
         with translated_errors(openai, self.settings, timeout):
             response = call_sdk(
                 self._client.chat.completions.create, {**kwargs, "timeout": timeout}
             )
         return self._parse(response, kwargs)
+
+    def _streamed(self, kwargs: dict[str, Any], timeout: float) -> ModelReply:
+        """The reply streamed (with its usage), read whole, timed to its first text."""
+        start = time.perf_counter()
+        first: float | None = None
+        text, refusal, finish, usage, model = [], [], "", None, None
+        streamed = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+        streamed["timeout"] = timeout
+        with translated_errors(openai, self.settings, timeout):
+            stream = call_sdk(self._client.chat.completions.create, streamed)
+            for chunk in stream:
+                data = reply_dict(chunk, self.settings)
+                model = data.get("model") or model
+                usage = data.get("usage") or usage
+                for choice in data.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        first = time.perf_counter() - start if first is None else first
+                        text.append(str(delta["content"]))
+                    if delta.get("refusal"):
+                        refusal.append(str(delta["refusal"]))
+                    finish = choice.get("finish_reason") or finish
+        message = {"content": "".join(text), "refusal": "".join(refusal) or None}
+        whole = {"model": model, "usage": usage}
+        whole["choices"] = [{"message": message, "finish_reason": finish}]
+        return dataclasses.replace(self._parse(whole, kwargs), first_token_s=first)
 
     def _usage(self, data: dict[str, Any]) -> Usage:
         usage = data.get("usage")

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from agent_s.conventions import ConventionError, PointConvention
 from agent_s.images import ImageFormat, ImageSpec
 from agent_s.models.errors import ProfileConfigError
 from agent_s.models.types import ModelRequest, Usage
@@ -56,6 +57,9 @@ class ModelProfile:
     cached_input_price: float | None = None  # None: same as input_price
     cache_write_price: float | None = None  # None: same as input_price
     output_price: float | None = None  # None: unknown
+    # how the model writes a point when it points (a native worker, a grounding model): a name
+    # of agent_s.conventions ("grid1000-yx", "1920x1080"); None: guessed from its family
+    point_convention: str | None = None
 
     @property
     def thinking_enabled(self) -> bool:
@@ -278,6 +282,11 @@ def _check_field(pattern: str, key: str, value: Any) -> Any:
             raise bad("one of " + ", ".join(_CHOICES[key]))
     elif not (value is None or isinstance(value, str)):
         raise bad("a string")
+    elif key == "point_convention" and value is not None:
+        try:
+            value = str(PointConvention.parse(value))
+        except ConventionError as err:
+            raise ProfileConfigError(f"{where}: {err}", pattern=pattern, key=key) from None
     if key == "image_quality" and not 1 <= value <= 100:
         raise bad("a quality from 1 to 100")
     if key in ("max_image_long_side", "max_image_pixels", "max_output_tokens") and value < 1:

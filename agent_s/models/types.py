@@ -79,6 +79,7 @@ class ModelReply:
     stop_reason: str = ""  # the API's own word: "stop", "end_turn", "length", ...
     request_id: str | None = None
     attempts: int = 1  # HTTP attempts it took, counting retries (set by the retry layer)
+    first_token_s: float | None = None  # seconds to the first text, when the reply streamed
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class ModelRequest:
     max_output_tokens: int | None = None  # None: the profile's max_output_tokens
     temperature: float | None = None  # dropped by the adapter when the profile says so
     metadata: dict[str, str] = field(default_factory=dict)
+    # stream the reply where the adapter can (Chat Completions), to time its first token
+    stream: bool = False
 
 
 class Provider(Protocol):

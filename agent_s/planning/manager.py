@@ -434,14 +434,23 @@ class Manager:
             Message("user", (TextPart(text), image.to_part())),
         )
         reply = self.host.ask(messages, "verify").text.strip()
-        verdict, _, reason = reply.partition("\n")
-        head = verdict.strip().strip("*").strip().upper()
-        reason = reason.strip() or verdict.strip()
-        if head.startswith("VERIFIED"):
-            return True, "verifier", reason[:_RESULT_CHARS]
-        if head.startswith("NOT VERIFIED"):
-            return False, "verifier", reason[:_RESULT_CHARS]
-        return False, "verifier", f"the verifier's reply had no verdict: {reply[:200]}"
+        verified, reason = read_verdict(reply)
+        if verified is None:
+            return False, "verifier", f"the verifier's reply had no verdict: {reply[:200]}"
+        return verified, "verifier", reason[:_RESULT_CHARS]
+
+
+def read_verdict(reply: str) -> tuple[bool | None, str]:
+    """A verifier's reply (the ``verifier`` prompt's format): VERIFIED (True) or NOT VERIFIED
+    (False) on its first line, and the reason; None when the first line is neither."""
+    verdict, _, reason = reply.strip().partition("\n")
+    head = verdict.strip().strip("*").strip().upper()
+    reason = reason.strip() or verdict.strip()
+    if head.startswith("VERIFIED"):
+        return True, reason
+    if head.startswith("NOT VERIFIED"):
+        return False, reason
+    return None, reason
 
 
 EXAMPLE_PLAN = """```json
@@ -525,4 +534,5 @@ __all__ = [
     "SubtaskRecord",
     "Trigger",
     "contained_command",
+    "read_verdict",
 ]

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, Protocol, get_args
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
+from agent_s.conventions import PointConvention
 from agent_s.desktop.monitors import MonitorChoice, parse_monitor_choice
 from agent_s.errors import AgentSError
 from agent_s.keys import normalize_key
@@ -249,13 +250,17 @@ class GroundingConfig:
     """How referring expressions become points; ``model`` mode needs ``model`` (and ``url``).
     ``marks``: set-of-marks, the screenshot sent carries numbered marks on its controls, which
     the model may name (``agent.click(mark=17)``) besides describing elements for ``mode``'s
-    grounder (``agent_s.marks.setofmarks``)."""
+    grounder (``agent_s.marks.setofmarks``). ``convention``: how the model that points writes
+    a point (the grounding model in ``model`` and ``auto`` mode, the generation model in
+    ``native`` mode; ``agent_s.conventions``); None: the model profile's ``point_convention``,
+    else the grounding model family's, else the image's pixels."""
 
     mode: GroundMode = "auto"
     url: str | None = None
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
     marks: bool = False
+    convention: PointConvention | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in get_args(GroundMode):

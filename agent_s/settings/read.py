@@ -18,7 +18,8 @@ The file is ``$AGENT_S_CONFIG`` (an error if it does not exist) or
 ``~/.config/agent-s/config.toml`` (skipped if it does not exist)::
 
     [model]       provider, name, base_url, timeout (seconds per attempt at a model call)
-    [grounding]   mode, url, model, marks (set-of-marks: numbered marks on the screenshot)
+    [grounding]   mode, url, model, marks (set-of-marks: numbered marks on the screenshot),
+                  convention (how the pointing model writes a point: agent_s.conventions)
     [limits]      max_steps, max_cost (USD), max_tokens, max_seconds
     [run]         reflection, a11y_snapshot, record_dir, monitor
     [safety]      mode, allow_apps, allow_paths, secret_apps, allow_hosts, [[safety.rules]]
@@ -55,6 +56,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from agent_s.conventions import PointConvention, point_convention
 from agent_s.desktop.monitors import MonitorChoice, parse_monitor_choice
 from agent_s.models.endpoints import PROVIDERS, ProviderName, settings_from_env
 from agent_s.models.errors import ProfileConfigError
@@ -99,6 +101,7 @@ SETTINGS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("grounding", "url"): ("--ground-url", "AGENT_S_GROUND_URL"),
     ("grounding", "model"): ("--ground-model", "AGENT_S_GROUND_MODEL"),
     ("grounding", "marks"): ("--marks", "AGENT_S_MARKS"),
+    ("grounding", "convention"): ("--ground-convention", "AGENT_S_GROUND_CONVENTION"),
     ("limits", "max_steps"): ("--max-steps", "AGENT_S_MAX_STEPS"),
     ("limits", "max_cost"): ("--max-cost", "AGENT_S_MAX_COST"),
     ("limits", "max_tokens"): ("", "AGENT_S_MAX_TOKENS"),
@@ -165,11 +168,19 @@ class GroundingSection(_Table):
     url: str | None = None
     model: str | None = None
     marks: bool = False  # set-of-marks: numbered marks on the controls of each screenshot
+    # how the model that points writes a point (the grounding model's, or the generation
+    # model's with mode native): a name of agent_s.conventions; None: its profile's or family's
+    convention: str | None = None
 
     @field_validator("url")
     @classmethod
     def check_url(cls, value: str | None) -> str | None:
         return _http_url(value)
+
+    @field_validator("convention")
+    @classmethod
+    def check_convention(cls, value: str | None) -> str | None:
+        return None if value is None else str(PointConvention.parse(value))
 
 
 class LimitsSection(_Table):
@@ -313,7 +324,14 @@ class Settings(BaseSettings):
                 "openai_compatible", model, base_url=url, environ=_env(environ)
             )
             key = found.api_key
-        return GroundingConfig(mode, url, model, key, marks=self.grounding.marks)
+        return GroundingConfig(
+            mode,
+            url,
+            model,
+            key,
+            marks=self.grounding.marks,
+            convention=point_convention(self.grounding.convention),
+        )
 
     def build_agent_config(
         self, environ: Mapping[str, str] | None = None, **runtime: Any

@@ -225,6 +225,30 @@ def _chat(step: Step, model: str, n: int) -> dict[str, Any]:
     }
 
 
+def chat_stream(step: Step, model: str, n: int) -> bytes:
+    """``step`` as a streamed Chat Completions reply (server-sent events): the role, the text
+    in two pieces, the finish reason, the usage (``stream_options.include_usage``), [DONE]."""
+    whole = _chat(step, model, n)
+    choice = whole["choices"][0]
+    message = choice["message"]
+    head = {k: whole[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        body = {**head, "choices": choices if delta or finish else [], **extra}
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    text = message["content"] or ""
+    parts = [chunk({"role": "assistant", "content": ""})]
+    half = len(text) // 2
+    parts += [chunk({"content": piece}) for piece in (text[:half], text[half:]) if piece]
+    if message["refusal"]:
+        parts.append(chunk({"refusal": message["refusal"]}))
+    parts.append(chunk({}, choice["finish_reason"]))
+    parts.append(chunk({}, usage=whole["usage"]))
+    return b"".join(parts) + b"data: [DONE]\n\n"
+
+
 def _responses(step: Step, model: str, n: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if step.kind == "refusal":
@@ -302,6 +326,7 @@ __all__ = [
     "StepKind",
     "Wire",
     "bad_request",
+    "chat_stream",
     "error_body",
     "garbage",
     "hang",

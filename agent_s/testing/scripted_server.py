@@ -11,9 +11,11 @@ the next step of its script (see ``scripted_replies``), or with ``script(request
 script is a function. Every request is recorded (path, query, headers, parsed JSON).
 
 It is strict: a request beyond the script, to an unknown path, with a body that is not JSON, or
-asking to stream is answered with an error status *and* recorded as an error; ``verify()``
-(called on leaving the ``with`` block) raises AssertionError for those errors and for any
-scripted step never requested. No adapter of ours streams, so neither does this server.
+asking the Responses or Messages API to stream is answered with an error status *and* recorded
+as an error; ``verify()`` (called on leaving the ``with`` block) raises AssertionError for
+those errors and for any scripted step never requested. A Chat Completions request asking to
+stream (only ``agent-s model check`` does, to time the first token) gets its reply as
+server-sent events.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from agent_s.testing.scripted_replies import Step, Wire, error_body, render
+from agent_s.testing.scripted_replies import Step, Wire, chat_stream, error_body, render
 
 ScriptFunction = Callable[["RecordedRequest"], "Step | str | Mapping[str, Any]"]
 Script = Sequence["Step | str | Mapping[str, Any]"] | ScriptFunction
@@ -291,8 +293,9 @@ class ScriptedModelServer:
         if not isinstance(request.body, dict):
             self._fail(handler, request.wire, 400, f"{where}: the body is not a JSON object")
             return
-        if request.body.get("stream"):
-            message = f"{where}: streaming was requested; no agent-s adapter streams, nor does this"
+        streamed = bool(request.body.get("stream"))
+        if streamed and request.wire != "chat":
+            message = f"{where}: streaming was requested; only Chat Completions streams here"
             self._fail(handler, request.wire, 400, message)
             return
         step = self._next_step(request)
@@ -304,6 +307,10 @@ class ScriptedModelServer:
                 return  # shutting down: drop the connection
             step = step.then or Step(text="late")
         model = str(request.body.get("model") or "scripted-model")
+        if streamed and step.kind in ("reply", "truncated", "refusal"):
+            body = chat_stream(step, model, request.index)
+            handler.send(200, {"content-type": "text/event-stream"}, body)
+            return
         handler.send(*render(step, request.wire, model, request.index))
 
 

@@ -1,12 +1,14 @@
 """A GTK 3 window that reports exactly what input it received, as JSON lines: the Wayland
 counterpart of probe_tk.py (run it with GDK_BACKEND=wayland; it is a native Wayland client).
 
-    python3 probe_gtk.py LOG [--title TITLE]
+    python3 probe_gtk.py LOG [--title TITLE] [--fullscreen]
 
 A Wayland client does not know where its window is on the screen, so positions are in the
 window's own coordinates (its top-left content pixel is 0, 0); the compositor says where the
-window is (``swaymsg -t get_tree``), and the test adds the two. The window is undecorated, so
-no client-side shadow or title bar shifts its content. Each line of LOG is one event:
+window is (``swaymsg -t get_tree``), and the test adds the two. Where it does not say
+(GNOME), ``--fullscreen`` puts the window's content at the screen's top-left corner. The
+window is undecorated, so no client-side shadow or title bar shifts its content. Each line of
+LOG is one event:
 
 - ``{"type": "boxes", "canvas": [x, y, w, h], "entry": [...], "window": [0, 0, w, h]}``
 - ``press`` / ``release``: ``button`` (1-3), ``x``/``y`` (window), ``count`` (1 for a single
@@ -177,10 +179,13 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("log")
     parser.add_argument("--title", default="probe")
+    parser.add_argument("--fullscreen", action="store_true")
     args = parser.parse_args()
     window = Gtk.Window(title=args.title)
     window.set_decorated(False)
     Probe(window, args.log)
+    if args.fullscreen:  # where the compositor tells no client where windows are (GNOME)
+        window.fullscreen()
     window.show_all()
     Gtk.main()
     return 0
