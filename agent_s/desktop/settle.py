@@ -32,7 +32,8 @@ that appears is watched from then on). It ends when
 
 It works on every backend with the primitives they all have (``capture``, ``windows``,
 ``window_order``; the program's pid through ``/proc`` where the windows name it); the limit
-stays a bound.
+stays a bound. Where the windows' places are unknown (GNOME on Wayland lists them 0 by 0),
+the whole screen is watched: there, something moving in another window holds the wait to it.
 """
 
 from __future__ import annotations
