@@ -11,8 +11,9 @@ limit is set high so that a wait held up by the counter shows plainly."""
 from __future__ import annotations
 
 import io
+import sys
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,34 @@ LIMIT = 6.0  # the settle limit of these runs: a wait held to it is plain to see
 COUNT = "i=1; while :; do i=$((i * 7919 % 999983)); printf '\\r%06d' $i; sleep 0.02; done"
 
 pytestmark = pytest.mark.desktop
+# A window whose Start button starts another program, which shows its own window a second later.
+LATE = """\
+import time
+time.sleep(1.0)
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+window = Gtk.Window(title="late-window")
+window.add(Gtk.Label(label="shown late"))
+window.set_default_size(400, 300)
+window.connect("destroy", Gtk.main_quit)
+window.show_all()
+Gtk.main()
+"""
+STARTER = """\
+import subprocess, sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+window = Gtk.Window(title=sys.argv[1])
+button = Gtk.Button(label="Start")
+button.connect("clicked", lambda _: subprocess.Popen([sys.executable, "-c", sys.argv[2]]))
+window.add(button)
+window.set_default_size(300, 200)
+window.connect("destroy", Gtk.main_quit)
+window.show_all()
+Gtk.main()
+"""
 
 
 def answer(code: str) -> str:
@@ -75,16 +104,39 @@ def assert_shows(
     assert _distance(seen, after) < _distance(seen, before) / 4, "the look misses the change"
 
 
-def _run(
-    x11: Any, tmp_path: Path, grounding: str, script: Callable[[RecordedRequest], Step], task: str
-) -> Any:
+@dataclass(frozen=True)
+class NextLook:
+    """One action by the agent, then what its next request to the model held."""
+
+    settle: float  # the step's settle wait, as recorded
+    seen: Image.Image  # the screenshot the model got next
+    windows: list[WindowInfo]  # the windows then
+    settled: Image.Image  # the screen a second later, as it stays
+    before: Image.Image  # the screen before the action
+
+
+def _act(x11: Any, tmp_path: Path, grounding: str, code: str) -> NextLook:
+    """The agent carries out ``code`` (its settle limit ``LIMIT``), then is done."""
+    before = x11.capture().image
+    shown: list[tuple[Image.Image, list[WindowInfo], Image.Image]] = []
+
+    def script(request: RecordedRequest) -> Step:
+        if request.index == 1:
+            return reply(answer(code))
+        seen, windows = _observation(request), x11.windows()
+        time.sleep(1.0)
+        shown.append((seen, windows, x11.capture().image))
+        return reply(answer("agent.done()"))
+
     with ScriptedModelServer(script) as server:
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, "k")
         config = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=LIMIT, retry_attempts=1)
         agent = Agent(model, settings=config, grounding=GroundingConfig(grounding), backend=x11)  # type: ignore[arg-type]
-        result = agent.run(task)
+        result = agent.run("Act once")
     assert result.status is RunStatus.SUCCEEDED, result
-    return load_trajectory(result.trajectory_dir).steps
+    step = load_trajectory(result.trajectory_dir).steps[0]
+    ((seen, windows, settled),) = shown
+    return NextLook(step.timings["settle"], seen, windows, settled, before)
 
 
 def test_a_click_is_waited_for_until_its_window_is_still_not_for_another_window(
@@ -92,20 +144,10 @@ def test_a_click_is_waited_for_until_its_window_is_still_not_for_another_window(
 ) -> None:
     calc = apps(["galculator"], window="galculator").window
     x11.activate("galculator")
-    before = x11.capture().image
-    shown: list[Image.Image] = []
-
-    def script(request: RecordedRequest) -> Step:
-        if request.index == 1:
-            return reply(answer('agent.click("the 7 button")'))
-        shown.append(_observation(request))
-        return reply(answer("agent.done()"))
-
-    steps = _run(x11, tmp_path, "a11y", script, "Press 7")
-    settled = x11.capture().image  # long after: galculator shows what it will show
-    assert steps[0].timings["settle"] < LIMIT / 2, steps[0].timings  # not held by the counter
-    window = next(w for w in x11.windows() if w.id == calc.id)
-    assert_shows(window, shown[0], settled, before)  # 0 became 7, and the model sees the 7
+    look = _act(x11, tmp_path, "a11y", 'agent.click("the 7 button")')
+    assert look.settle < LIMIT / 2, look.settle  # not held by the counter
+    window = next(w for w in look.windows if w.id == calc.id)
+    assert_shows(window, look.seen, look.settled, look.before)  # 0 became 7: the model sees 7
 
 
 def test_a_key_that_opens_a_window_is_waited_for_until_it_is_shown(
@@ -114,21 +156,22 @@ def test_a_key_that_opens_a_window_is_waited_for_until_it_is_shown(
     editor = apps(["mousepad"], window="mousepad").window
     assert editor is not None
     x11.activate("mousepad")
-    before = x11.capture().image
-    shown: list[tuple[Image.Image, list[WindowInfo], Image.Image]] = []
+    look = _act(x11, tmp_path, "native", 'agent.hotkey(["ctrl", "o"])')
+    dialog = next((w for w in look.windows if w.id != editor.id and w.app == editor.app), None)
+    assert dialog is not None, f"no dialog by the next look: {look.windows}"
+    assert dialog.active, look.windows
+    assert look.settle < LIMIT / 2, look.settle  # not held by the counter
+    assert_shows(dialog, look.seen, look.settled, look.before)  # the model sees it, drawn
 
-    def script(request: RecordedRequest) -> Step:
-        if request.index == 1:
-            return reply(answer('agent.hotkey(["ctrl", "o"])'))
-        seen, windows = _observation(request), x11.windows()
-        time.sleep(1.0)  # the dialog as it stays
-        shown.append((seen, windows, x11.capture().image))
-        return reply(answer("agent.done()"))
 
-    steps = _run(x11, tmp_path, "native", script, "Open a file")
-    image, windows, settled = shown[0]
-    dialog = next((w for w in windows if w.id != editor.id and w.app == editor.app), None)
-    assert dialog is not None, f"no dialog by the next look: {windows}"
-    assert dialog.active, windows
-    assert steps[0].timings["settle"] < LIMIT / 2, steps[0].timings  # not held by the counter
-    assert_shows(dialog, image, settled, before)  # the model sees the dialog, drawn
+def test_a_click_whose_program_starts_another_is_waited_for_until_its_window_is_shown(
+    apps: Any, x11: Any, tmp_path: Path, counter: WindowInfo
+) -> None:
+    title = f"starter-{time.monotonic_ns()}"
+    apps([sys.executable, "-c", STARTER, title, LATE], window=title)
+    x11.activate(title)
+    look = _act(x11, tmp_path, "a11y", 'agent.click("the Start button")')
+    late = next((w for w in look.windows if w.title == "late-window"), None)
+    assert late is not None, f"no window of the started program by the next look: {look.windows}"
+    assert look.settle < LIMIT / 2, look.settle  # not held by the counter
+    assert_shows(late, look.seen, look.settled, look.before)  # the model sees it, drawn

@@ -34,9 +34,9 @@ from test_settle_screen import LIMIT as SETTLE_LIMIT
 from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.choose import choose_backend, desktop_backend
 from agent_s.desktop.ops import Point
+from agent_s.desktop.settle import until_still
 from agent_s.desktop.virtual import VirtualDesktop, marked_processes
 from agent_s.desktop.wayland import WaylandBackend
-from agent_s.loop.act import settle
 
 PROBE = Path(__file__).parent / "apps" / "probe_gtk.py"
 AGENT_S = str(Path(sys.executable).with_name("agent-s"))
@@ -593,7 +593,7 @@ def test_the_wait_after_a_key_is_not_held_by_another_window(
     before = wl.capture().image
     began = time.monotonic()
     wl.hotkey(["7"])
-    settle(wl, SETTLE_LIMIT)
+    until_still(wl, SETTLE_LIMIT)
     waited = time.monotonic() - began
     shown = wl.capture().image
     time.sleep(1.0)

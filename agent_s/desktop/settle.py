@@ -28,7 +28,9 @@ that appears is watched from then on). It ends when
   queue) or has been idle for ``QUIET`` seconds;
 - the watched part has not changed for ``STILL_FRAMES`` frames, and the front window's program
   did not run meanwhile (a repaint may be pending while it works: a dialog being built);
-- the windows stopped coming and going (``window_order``: one that opened is waited for).
+- the windows stopped coming and going (``window_order``: one that opened is waited for), and
+  if the front window's program started a program since the action (``since``), a new window
+  has come (a program that opens its window in a process of its own).
 
 It works on every backend with the primitives they all have (``capture``, ``windows``,
 ``window_order``; the program's pid through ``/proc`` where the windows name it); the limit
@@ -39,6 +41,7 @@ the whole screen is watched: there, something moving in another window holds the
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -175,6 +178,44 @@ class _Program:
         return self.quiet_since is not None and time.monotonic() - self.quiet_since >= seconds
 
 
+class _Spawned:
+    """Whether a program has started another since a moment (its children's start times)."""
+
+    def __init__(self, pid: int | None, since: float | None) -> None:
+        self.pid = pid
+        self.seen = False
+        # the moment as /proc counts start times: seconds since boot
+        offset = time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
+        self.since = None if since is None else since + offset
+
+    def any(self) -> bool:
+        """Whether a child of any of its threads started after the moment (once seen, kept)."""
+        if self.seen or self.pid is None or self.since is None:
+            return self.seen
+        tick = os.sysconf("SC_CLK_TCK")
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{self.pid}/task"):
+                with contextlib.suppress(OSError, ValueError):
+                    with open(f"/proc/{self.pid}/task/{task}/children", encoding="ascii") as f:
+                        children = [int(child) for child in f.read().split()]
+                    for child in children:
+                        started = _started(child)
+                        if started is not None and started / tick >= self.since - 1 / tick:
+                            self.seen = True
+                            return True
+        return False
+
+
+def _started(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot; None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            text = stat.read()
+        return int(text[text.rfind(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 @dataclass
 class _Watch:
     """What part of the screen an action can have changed, as a mask over a capture."""
@@ -271,14 +312,19 @@ def until_still(
     *,
     before: Screenshot | None = None,
     at: Sequence[Point] = (),
+    since: float | None = None,
+    listed: Sequence[WindowInfo] = (),
 ) -> Screenshot | None:
-    """After an action (at the points ``at``; ``before``: the screen it was chosen on), wait
-    until the application reacted and the part of the screen it owns is still, at most
-    ``limit`` seconds (see the module docstring). Returns the last look, None if the screen
-    could not be read."""
+    """After an action (sent at ``since``, ``time.monotonic()``; at the points ``at``;
+    ``before``: the screen it was chosen on, ``listed``: the windows then), wait until the
+    application reacted and the part of the screen it owns is still, at most ``limit``
+    seconds (see the module docstring). Returns the last look, None if the screen could not
+    be read."""
     deadline = time.monotonic() + limit
     watch = _Watch.read(backend, at)
     program = _Program(next((w.pid for w in watch.windows if w.active), None))
+    spawned = _Spawned(program.pid, since)
+    known = {w.id for w in listed or watch.windows}  # a window not among them came
     began = looked = time.monotonic()
     shot = _capture(backend)
     if shot is None:
@@ -310,7 +356,9 @@ def until_still(
         if program.ran():
             calm = 0
         if calm >= STILL_FRAMES and (reacted or _no_reaction_coming(program, began)):
-            return shot
+            came = watch.order is not None and bool(set(watch.order[1]) - known)
+            if came or not spawned.any():  # a program it started may still open a window
+                return shot
     return shot
 
 

@@ -37,7 +37,7 @@ from PIL import Image, ImageChops
 from agent_s.actions import ActionModel, CallCodeAgentAction, SaveToKnowledgeAction
 from agent_s.coding.agent import CodeAgent, ScreenContext
 from agent_s.desktop import ops
-from agent_s.desktop.base import DesktopBackend, ScreenGeometry, Screenshot, WindowInfo, perform
+from agent_s.desktop.base import DesktopBackend, ScreenGeometry, WindowInfo, perform
 from agent_s.desktop.ops import Point
 from agent_s.desktop.park import moves_pointer, park_point
 from agent_s.desktop.settle import until_still
@@ -179,6 +179,7 @@ class Actor:
             before = Glimpse(tuple(windows), self.fields.read(windows)) if fresh else None
         raised: list[WindowInfo] = []
         failure: str | None = None
+        acted_at = time.monotonic()
         with log.timed("execute"):
             try:
                 guard = self.gate.guard(
@@ -203,13 +204,16 @@ class Actor:
                 _park(backend, plan, scene.observation.geometry)
         glance = None
         if settings.settle_seconds and failure is None:
-            with log.timed("settle"):
-                glance = settle(
+            with log.timed("settle"):  # until the screen shows what the action did
+                shot = until_still(
                     backend,
                     settings.settle_seconds,
                     before=scene.observation.screenshot,
                     at=points,
+                    since=acted_at,
+                    listed=scene.observation.windows,
                 )
+                glance = None if shot is None else _glance_of(shot.image)
         observed: list[str] = []
         if before is not None:
             with log.timed("effects"):
@@ -358,21 +362,6 @@ class Actor:
         if report.succeeded:
             return "ok", report.worker_text
         return _failed(log, report.worker_text)
-
-
-def settle(
-    backend: DesktopBackend,
-    limit: float,
-    *,
-    before: Screenshot | None = None,
-    at: Sequence[Point] = (),
-) -> Image.Image | None:
-    """Wait for the screen to show what an action (at ``at``, chosen on the screen ``before``)
-    did: until the application reacted and the part of the screen it owns is still, windows
-    that opened included, at most ``limit`` seconds (``agent_s.desktop.settle.until_still``).
-    Returns the last look (``_glance_of``), None if the screen could not be read."""
-    shot = until_still(backend, limit, before=before, at=at)
-    return None if shot is None else _glance_of(shot.image)
 
 
 def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeometry | None) -> None:
