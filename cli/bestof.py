@@ -46,8 +46,10 @@ def run_command(
     desktop: str | None = None,
     print_result: Callable[[Any, RunResult, bool], None],
     view: bool = False,
+    save_workflow: Callable[[RunResult], None] | None = None,
 ) -> int:
-    """Run the best-of-N command; its exit code."""
+    """Run the best-of-N command; its exit code. ``save_workflow``: keeps the picked attempt
+    as a workflow when its check passed (``--save-workflow NAME``)."""
     from agent_s.bestofn.config import BestOfConfig
     from agent_s.bestofn.live import run_best_of
     from agent_s.desktop.choose import virtual_kind
@@ -106,6 +108,8 @@ def run_command(
         err.print(f"[red]error:[/] {_safe(str(error))}", highlight=False, soft_wrap=True)
         return 2
     print_result(out, result, as_json)
+    if save_workflow is not None:
+        save_workflow(result)
     record = result.best_of
     if record is not None and not as_json:
         if record.picked:

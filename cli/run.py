@@ -11,6 +11,10 @@ a trajectory folder (``--record DIR``; default ``$AGENT_S_RECORD_DIR`` or
 (or ``[memory] enabled = false``, ``AGENT_S_MEMORY=off``): the prompts show relevant entries of
 earlier runs, and each run's summary, lessons and (when ``--check`` passed) skills are stored
 in ``$AGENT_S_MEMORY_DB`` or ``$XDG_DATA_HOME/agent-s/memory.sqlite3``; a dry run uses none.
+A task that is a verified workflow's task with other values replays that workflow first and
+asks the model only from where it diverges (``--reuse auto``, the default:
+``agent_s.replay.reuse``); ``--check ... --save-workflow NAME`` keeps a run whose check passed
+as such a workflow.
 
 Safety (``--safety``, default ``confirm``): actions the mode holds are shown with the exact text
 or code and a marked screen crop, and asked about (y / n / always for this run) when stdin is a
@@ -40,7 +44,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -53,6 +57,7 @@ from agent_s.cli.grouped import grouped, settings_flags
 from agent_s.errors import AgentSError
 
 if TYPE_CHECKING:
+    from agent_s.record.result import RunResult
     from agent_s.record.step import Step
     from agent_s.settings.read import Settings
 
@@ -86,6 +91,8 @@ def _step_line(err: Console, step: Step) -> None:
     usage = step.usage
     subtask = f"[magenta]{_safe(step.subtask)}[/] " if step.subtask is not None else ""
     line = f"[bold]{step.step:>3}[/] {subtask}{_safe(step.action_text[:100])}"
+    if step.chosen_by == "replay":  # a stored workflow's step (agent_s.replay.reuse): no call
+        line += "  [cyan]replayed[/]"
     if where:
         line += f"  [cyan]{_safe(where)}[/]"
     if step.outcome not in ("ok", "terminal"):
@@ -316,6 +323,60 @@ def _print_result(out: Console, result: Any, as_json: bool) -> None:
         out.print(f"trajectory: {result.trajectory_dir}", highlight=False, soft_wrap=True)
 
 
+def _reuse_line(err: Console, line: str) -> None:
+    err.print(f"[cyan]reuse:[/] {_safe(line)}", highlight=False, soft_wrap=True)
+
+
+def _workflow_saver(
+    out: Console, err: Console, name: str | None, check: Sequence[str] | None, store: Any
+) -> Callable[[RunResult], None] | None:
+    """``--save-workflow NAME``: what keeps a run whose check passed as the verified workflow
+    ``NAME`` (ValueError, before anything runs, when it cannot: no ``--check``, no memory, the
+    name taken)."""
+    if name is None:
+        return None
+    from agent_s.memory.store import check_workflow_name
+    from agent_s.replay.workflow import Workflow
+
+    check_workflow_name(name)
+    if not check:
+        raise ValueError(
+            f'--save-workflow {name} keeps a run whose check passed: add --check "COMMAND"'
+        )
+    if store is None:
+        raise ValueError(
+            f"--save-workflow {name} keeps the workflow in the memory file: leave out "
+            "--no-memory and --dry-run"
+        )
+    if name in store.workflow_names():
+        raise ValueError(
+            f"a workflow named {name!r} exists already: choose another name, or forget it "
+            f"first (agent-s workflow forget {name})"
+        )
+
+    def save(result: RunResult) -> None:
+        if not result.verified or result.trajectory_dir is None:
+            _warn(err, f"not saved as workflow {name}: the run's check did not pass")
+            return
+        try:
+            flow = Workflow.from_run(_trajectory(result.trajectory_dir), name, verified=True)
+            flow.save(store)
+        except (ValueError, OSError) as error:
+            _warn(err, f"not saved as workflow {name}: {error}")
+            return
+        shown = " ".join(f"--set {k}={v}" for k, v in flow.parameters.items())
+        line = f"saved workflow {name}: {len(flow.script.steps)} steps, verified {shown}"
+        err.print(_safe(line.rstrip()), highlight=False, soft_wrap=True)
+
+    return save
+
+
+def _trajectory(folder: Path) -> Path:
+    """A run's trajectory folder: a best-of run's picked attempt keeps it in ``trajectory``."""
+    inner = Path(folder) / "trajectory"
+    return inner if (inner / "trajectory.jsonl").is_file() else Path(folder)
+
+
 def _memory_problems(err: Console, agent: Any) -> None:
     """What went wrong with memory in the last run (it never ends a run), once."""
     memory = agent.memory
@@ -461,6 +522,22 @@ def run(
         str | None,
         typer.Option(help="With --best-of: comparative (default) | tournament."),
     ] = None,
+    reuse: Annotated[
+        str | None,
+        typer.Option(
+            help="auto | skills | off: replay a stored, verified workflow the task matches "
+            "(its task with other values) and ask the model only where it diverges; skills: "
+            "else a verified skill of a whole run (default auto).",
+        ),
+    ] = None,
+    save_workflow: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="With --check: keep the run (with --best-of, the picked attempt) as the "
+            "verified workflow NAME when its check passes, for later tasks to reuse.",
+        ),
+    ] = None,
 ) -> None:
     """Do a task on the desktop, step by step, and report the result."""
     from agent_s.loop.agent import Agent
@@ -534,8 +611,11 @@ def run(
         argv = _check_argv(check)
         approver = _approver(err)
         from agent_s.memory import open_configured
+        from agent_s.replay.reuse import reuse_of
 
         store = open_configured(resolved.memory) if not dry_run else None
+        saver = _workflow_saver(out, err, save_workflow, argv, store)
+        reused = reuse_of(reuse or "auto", store, say=lambda line: _reuse_line(err, line))
         agent = Agent(  # before the desktop: a missing key or bad budget exits 2 untouched
             model_config,
             settings=settings,
@@ -550,6 +630,7 @@ def run(
                 f"[yellow]{_safe(line)}[/]", highlight=False, soft_wrap=True
             ),
             control=control,
+            reuse=reused if best_of is None else None,
         )
     except (AgentSError, ValueError) as error:
         err.print(f"[red]error:[/] {_safe(str(error))}", highlight=False, soft_wrap=True)
@@ -577,6 +658,7 @@ def run(
                 as_json=as_json,
                 print_result=_print_result,
                 view=view,
+                save_workflow=saver,
             )
         )
     code = 0
@@ -606,6 +688,8 @@ def run(
                 if result.status is RunStatus.CANCELLED and sys.stderr.isatty():
                     err.print()  # off the line where the terminal echoed ^C
                 _print_result(out, result, as_json)
+                if saver is not None:
+                    saver(result)
                 _memory_problems(err, agent)
                 code = result.exit_code
                 if result.status is RunStatus.CANCELLED:

@@ -32,11 +32,11 @@ from typing import Any
 _KEY = "sk-bench-replay-0000"
 
 
-def _act(line: str) -> str:
+def act(line: str) -> str:
     return f"The next step of the task.\n```python\n{line}\n```"
 
 
-def _last_action(code: str | None) -> Any:
+def last_action(code: str | None) -> Any:
     if code in ("DONE", "FAIL", "WAIT") or code is None:
         return code
     return "OTHER"
@@ -61,7 +61,7 @@ def phase(
     log: list[str] = []
     with TaskEnvironment(task, folder, log=log) as env:
         if kind == "run":
-            answers = [reply(_act(line)) for line in task.reference or ()]
+            answers = [reply(act(line)) for line in task.reference or ()]
             script = [slow(delay, answer) if delay > 0 else answer for answer in answers]
             with ScriptedModelServer(script) as server:
                 model = ModelConfig(
@@ -83,7 +83,7 @@ def phase(
             run, status = replayed.run, replayed.status
         folder_run = run.trajectory_dir
         steps = load_trajectory(folder_run).steps if folder_run is not None else []
-        last = _last_action(steps[-1].code if steps else None)
+        last = last_action(steps[-1].code if steps else None)
         if env.context is None:
             raise RuntimeError("the task environment has no context")
         score = evaluate(task, last, env.context, env.run_steps)

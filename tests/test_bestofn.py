@@ -516,6 +516,74 @@ def test_attempts_that_agree_with_their_check_passed_stop_the_rest(tmp_path: Pat
     assert not (folder / "attempt-2" / "home").exists()
 
 
+@pytest.mark.desktop
+def test_the_picked_attempt_is_saved_as_a_workflow_the_next_task_replays(tmp_path: Path) -> None:
+    """``--save-workflow NAME`` keeps the picked attempt whose check passed; a later task with
+    another file name replays it on a fresh desktop with no model call."""
+    routes = {
+        name: [act(name, TERMINAL), act(name, _write("good")), act(name, "agent.done()")]
+        for name in ("one", "two")
+    }
+    memory = {
+        "AGENT_S_MEMORY_DB": str(tmp_path / "memory.sqlite3"),
+        "AGENT_S_MEMORY_KEY": str(tmp_path / "memory.key"),
+    }
+    script = RoutedScript(routes, [])  # the two attempts agree: no judge call
+    args = ["--virtual", "--safety", "auto", "--record", str(tmp_path / "runs")]
+    with ScriptedModelServer(script) as server:
+        done = subprocess.run(
+            [
+                AGENT_S,
+                "run",
+                *_model_args(tmp_path, server.openai_base_url),
+                *args,
+                "--best-of",
+                "2",
+                "--workers",
+                "1",
+                "--check",
+                "grep -qx good ~/result.txt",
+                "--save-workflow",
+                "good-word",
+                "Write the word good into ~/result.txt",
+            ],
+            env={**_CLEAN, **memory, "AGENT_S_BEST_OF_AGREE": "2"},
+            capture_output=True,
+            text=True,
+            timeout=400,
+            check=False,
+        )
+    script.verify()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "saved workflow good-word: 3 steps, verified --set file_1=~/result.txt" in done.stderr
+
+    with ScriptedModelServer([]) as server:  # nothing queued: a model call would be an error
+        again = subprocess.run(
+            [
+                AGENT_S,
+                "run",
+                *_model_args(tmp_path, server.openai_base_url),
+                *args,
+                "--check",
+                "grep -qx good ~/other.txt",
+                "--json",
+                "Write the word good into ~/other.txt",
+            ],
+            env={**_CLEAN, **memory},
+            capture_output=True,
+            text=True,
+            timeout=400,
+            check=False,
+        )
+        assert server.requests == []
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "reuse: reusing workflow good-word with file_1=~/other.txt" in again.stderr
+    result = json.loads(again.stdout.splitlines()[0])
+    assert result["verified"]  # the check found the word in the new file
+    assert result["model_calls"] == 0
+    assert result["reused"]["workflow"] == "good-word"
+
+
 def test_the_budget_covers_every_attempt_and_the_judge() -> None:
     from agent_s.bestofn.config import BestOfConfig
     from agent_s.bestofn.live import attempt_settings

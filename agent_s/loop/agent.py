@@ -32,6 +32,7 @@ from agent_s.images import EncodedImage
 from agent_s.loop.act import Actor, Scene, answer_question
 from agent_s.loop.calls import ModelCalls
 from agent_s.loop.collaborators import (
+    Collaborator,
     MarkedLocator,
     Marks,
     Recording,
@@ -65,7 +66,7 @@ from agent_s.record.result import (
     final_ending,
     is_interrupt,
 )
-from agent_s.record.step import Step, StepOutcome, StepReport, call_text
+from agent_s.record.step import ChosenBy, Step, StepOutcome, StepReport, call_text
 from agent_s.record.trajectory import run_header
 from agent_s.safety.gate import Approver, SafetyGate
 from agent_s.settings.config import AgentConfig, GroundingConfig, ModelConfig
@@ -91,6 +92,7 @@ class Agent:
         on_plan: Callable[[str, dict[str, Any]], None] | None = None,
         control: RunControl | None = None,
         memory: MemoryStore | None = None,
+        reuse: Collaborator | None = None,
     ) -> None:
         """``approver``: asked when the safety mode wants approval; without one such actions
         are refused (see ``agent_s.safety.gate``). ``ask_user``: answers the model's ``ask_user``
@@ -101,7 +103,7 @@ class Agent:
         None: this machine's. ``control``: pause, take over, hand back and stop the run from
         another thread (``agent_s.loop.control``). ``memory``: a memory store (``agent_s.memory``)
         whose relevant entries the prompts show and which learns from each recorded run
-        (``settings.memory``); None, the default: no memory."""
+        (``settings.memory``); None, the default: no memory. ``reuse``: ``replay.reuse.Reuse``."""
         self.model = model
         self._settings = settle_agent_config(settings or AgentConfig())
         self.grounding = grounding or GroundingConfig()
@@ -131,7 +133,7 @@ class Agent:
         if self._memory is not None:
             self._actor.recall = lambda job: self._recall("code_agent", job, "code")
         self._recording = Recording(lambda: self.settings.record_dir, self._redactor, self._header)
-        self._points = assemble(self._recording, control, self._memory, marks, self._redactor)
+        self._points = assemble(self._recording, control, self._memory, marks, redactor, reuse)
         self._observer = Observer(self._profile.image_spec, self._locator, self._points)
         self.reset()
 
@@ -160,8 +162,7 @@ class Agent:
         return self._backend.env if self._backend is not None else None
 
     def _desktop_name(self) -> str:
-        """The desktop the screens come from: the backend's own environment says (a
-        ``--virtual`` desktop is openbox whatever the caller runs), else the settings'."""
+        """The desktop the screens come from: the backend's environment says, else settings'."""
         return desktop_name(self._env(), self.settings.desktop_name)
 
     @property
@@ -223,15 +224,17 @@ class Agent:
         *,
         execute: bool = True,
         given: ActionModel | None = None,
+        by: ChosenBy = "planner",
     ) -> Step:
         """One step. ``observation`` None: capture the backend's screen. ``execute`` False (or a
         dry run): plan and ground only; the caller carries out ``step.code`` itself. ``given``:
-        carry out this action instead of asking the model for one."""
+        carry out this action instead of asking the model, chosen ``by`` (``Step.chosen_by``)."""
         if not self._task:
             raise RuntimeError("call start(task) before step()")
         execute = execute and not self.settings.dry_run
         self._points.before_step()
         self._draft = self._calls.draft = Draft(len(self._steps) + 1)
+        self._draft.set(chosen_by="model" if given is None else by)
         if self._subtask is not None:
             self._draft.set(subtask=self._subtask)
         try:
@@ -266,7 +269,7 @@ class Agent:
         self._recording.image(sent, draft)
         if given is None:
             action, reply = self._generate(observation, system, sent, listed)
-        else:  # the manager hands a subtask to the code agent: no worker call
+        else:  # the manager hands a subtask to the code agent, a replay its steps: no call
             action, reply = given, ""
         draft.set(action=action, reply=reply, action_text=call_text(action))
         found: Located | NotLocated = Located((), ())
@@ -376,6 +379,8 @@ class Agent:
         limit = self.settings.max_steps
         trigger = Trigger("off" if self.settings.dry_run else self.settings.plan.mode)
         try:
+            if (ending := self._points.lead(self, postcondition)) is not None:
+                return self.end(ending)  # a stored workflow replayed did it (replay.reuse)
             if why := trigger.at_start(self._task):
                 return self.end(self._managed(why, postcondition))
             while len(self._steps) < limit:
@@ -389,16 +394,14 @@ class Agent:
             reason = f"the task was not finished in {limit} steps"
             return self.finish(RunStatus.MAX_STEPS, "max_steps", reason)
         except BaseException as err:  # each way a run can end has its status: agent_s.record.result
-            ending = error_ending(err)
-            if ending is not None:
+            if (ending := error_ending(err)) is not None:
                 return self.end(ending)
             if isinstance(err, Exception):
                 self.finish(RunStatus.ERROR, "internal_error", describe_error(err), error=err)
             raise
 
     def _managed(self, trigger: str, postcondition: Postcondition | None) -> Ending:
-        """The rest of the task as a plan (``agent_s.planning.manager``); its report goes in the
-        result."""
+        """The rest of the task as a plan (``agent_s.planning.manager``), reported in the result."""
         tries = self.settings.max_invalid_replies + 1
         manager = Manager(PlanHost(self), self.settings.plan, tries=tries, trigger=trigger)
         self._plan = manager.report
@@ -413,8 +416,7 @@ class Agent:
         return self._focus if self._focus is not None else self._task
 
     def end(self, ending: Ending) -> RunResult:
-        """End the task as ``ending`` (see ``agent_s.record.result``): the result, written to
-        ``result.json`` when recording."""
+        """End the task as ``ending`` (``agent_s.record.result``): the result, kept if recording."""
         ending = self._points.ending(ending)
         answer = self._redactor.text(ending.answer) if ending.answer is not None else None
         ending = replace(ending, reason=self._redactor.text(ending.reason), answer=answer)

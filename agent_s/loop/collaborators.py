@@ -4,6 +4,9 @@ branch in the loop.
 The points, in the order of a step and a run (each default does nothing):
 
 - ``reset()``: the last task is forgotten; ``started(task)``: a task begins;
+- ``lead(agent, postcondition)``: once, as ``run`` begins: steps carried out before the model
+  is asked (a stored workflow replayed, ``agent_s.replay.reuse``); how the run ends when
+  they finished it, or None for the model to carry on;
 - ``before_step()``: between steps (run control waits while paused or taken over);
 - ``picture(observation, image, draft)``: the screenshot about to be sent (set-of-marks draws
   its marks on it);
@@ -29,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
@@ -44,9 +47,12 @@ from agent_s.marks.setofmarks import Marker, MarkTable, check_marks
 from agent_s.marks.setofmarks import locate as locate_marked
 from agent_s.memory.runmemory import RunMemory
 from agent_s.prompting import mark_list
-from agent_s.record.result import Ending, Refusal, RunResult, Tally
+from agent_s.record.result import Ending, Postcondition, Refusal, RunResult, Tally
 from agent_s.record.step import Step
 from agent_s.record.trajectory import TrajectoryWriter
+
+if TYPE_CHECKING:
+    from agent_s.loop.agent import Agent
 
 _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp"}
 
@@ -69,6 +75,9 @@ class Collaborator:
         return None
 
     def started(self, task: str) -> None:
+        return None
+
+    def lead(self, agent: Agent, postcondition: Postcondition | None) -> Ending | None:
         return None
 
     def before_step(self) -> None:
@@ -112,6 +121,12 @@ class Collaborators(Collaborator):
     def started(self, task: str) -> None:
         for member in self.members:
             member.started(task)
+
+    def lead(self, agent: Agent, postcondition: Postcondition | None) -> Ending | None:
+        for member in self.members:
+            if (ending := member.lead(agent, postcondition)) is not None:
+                return ending
+        return None
 
     def before_step(self) -> None:
         for member in self.members:
@@ -340,13 +355,16 @@ def assemble(
     memory: Remembering | None,
     marks: Marks,
     redactor: Redactor,
+    reuse: Collaborator | None = None,
 ) -> Collaborators:
     """One agent's collaborators: the recording first (the folder is complete before memory
-    learns), then in the order their notes go into a request: the user's note, memory, marks."""
+    learns), then in the order their notes go into a request: the user's note, memory, marks;
+    ``reuse`` (a stored workflow replayed first, ``agent_s.replay.reuse``) last."""
     members: list[Collaborator] = [recording]
     members += [Control(control)] if control is not None else []
     members += [memory] if memory is not None else []
-    return Collaborators([*members, marks, Refusals(redactor.text)])
+    extra = [reuse] if reuse is not None else []
+    return Collaborators([*members, marks, Refusals(redactor.text), *extra])
 
 
 __all__ = [

@@ -380,6 +380,14 @@ class MemoryStore:
             raise KeyError(entry_id)
         return self._entry(row)
 
+    def entry_ids(self, kinds: Iterable[Kind]) -> list[int]:
+        """The ids of the stored entries of these kinds, newest first (each read with ``get``:
+        a skill whose code no longer matches its hash raises there, not here)."""
+        wanted = list(kinds)
+        marks = ", ".join("?" for _ in wanted) or "NULL"
+        sql = f"SELECT id FROM entries WHERE kind IN ({marks}) ORDER BY id DESC"  # noqa: S608 - placeholders
+        return [int(entry_id) for (entry_id,) in self._db.execute(sql, wanted).fetchall()]
+
     def entries(self, kinds: Iterable[Kind] | None = None, limit: int | None = None) -> list[Entry]:
         """Stored entries, newest first."""
         return list(self._iter(kinds, limit))
@@ -482,6 +490,12 @@ class MemoryStore:
             f"SELECT {self._WORKFLOW_COLUMNS} FROM workflows ORDER BY name"  # noqa: S608
         ).fetchall()
         return [self._stored_workflow(row) for row in rows]
+
+    def workflow_names(self) -> list[str]:
+        """The name of every stored workflow, sorted (each read with ``workflow``: one whose
+        body no longer matches its hash raises there, not here)."""
+        rows = self._db.execute("SELECT name FROM workflows ORDER BY name").fetchall()
+        return [str(name) for (name,) in rows]
 
     def forget_workflow(self, name: str) -> bool:
         """Delete the workflow ``name``; whether there was one."""

@@ -229,6 +229,9 @@ class RunResult:
     question: str | None = None  # status needs_input: the question nobody answered
     best_of: BestOf | None = None  # a best-of-N run: the pick, its reason, every attempt
     refusal: Refusal | None = None  # cause ``refused``: the action refused, and why
+    # a run that reused a stored workflow (``agent_s.replay.reuse``): its name, the steps
+    # replayed, the steps the model chose, and the divergence where the model took over
+    reused: dict[str, Any] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -273,6 +276,7 @@ class RunResult:
             question=data.get("question"),
             best_of=BestOf.from_json(data["best_of"]) if data.get("best_of") else None,
             refusal=Refusal(**data["refusal"]) if data.get("refusal") else None,
+            reused=data.get("reused"),
         )
 
 
@@ -303,6 +307,7 @@ class Ending:
     error: BaseException | None = None
     question: str | None = None  # status needs_input: what the agent asked
     refusal: Refusal | None = None  # cause refused: the action the safety gate refused
+    reused: dict[str, Any] | None = None  # the stored workflow the run reused (RunResult)
 
     def after(self, refusal: Refusal | None) -> Ending:
         """This ending, when the last action tried before it was ``refusal`` (None: the last
@@ -381,6 +386,7 @@ class Tally:
             plan=plan,
             question=ending.question,
             refusal=ending.refusal,
+            reused=ending.reused,
         )
 
 

@@ -19,6 +19,9 @@ context policy reads the history from it, and ``on_step`` callbacks and the CLI 
     step.substeps      the code agent's turns (``call_code_agent``), each block with the sha256
                        of its code as handed to the runner (``code_sha256``)
     step.image         the encoded screenshot the model was shown (in memory only)
+    step.chosen_by     who chose the action: "model" (asked at this step), "replay" (a recorded
+                       step carried out again: a replay, a stored workflow reused by ``run``)
+                       or "planner" (the plan's manager handed a subtask to the code agent)
 
 A code-agent turn is a ``SubStep``; a model call is a ``ModelCall``.
 """
@@ -40,6 +43,7 @@ from agent_s.marks.setofmarks import MarkEntry
 from agent_s.models.types import Usage
 
 StepOutcome = Literal["ok", "error", "invalid", "terminal", "cancelled"]
+ChosenBy = Literal["model", "replay", "planner"]
 SubStepKind = Literal["block", "final", "invalid", "refused", "refused_by_model", "interrupted"]
 
 
@@ -112,6 +116,7 @@ class Step(BaseModel):
     request: dict[str, Any] = Field(default_factory=dict)  # its size, the a11y snapshot note
     calls: tuple[ModelCall, ...] = ()
     reply: str = ""  # the raw reply the action came from ("" if none)
+    chosen_by: ChosenBy = "model"  # who chose the action (see the module docstring)
     action: Action | None = None
     action_text: str = ""  # the action as a compact call (``call_text``)
     grounding: tuple[TargetGrounding, ...] = ()
@@ -201,6 +206,7 @@ def call_text(action: ActionModel) -> str:
 
 
 __all__ = [
+    "ChosenBy",
     "ModelCall",
     "Step",
     "StepOutcome",

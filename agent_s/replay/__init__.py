@@ -3,7 +3,8 @@ screen as it is now, with no model unless it diverges and ``--heal`` hands the r
 
 ``player`` (``replay``, ``Replayer``, ``ReplayResult``: a run's actions carried out again),
 ``workflow`` (``Workflow``: a run kept in memory with its values as parameters, run again with
-new ones).
+new ones), ``reuse`` (``Reuse``: the ``Agent`` option that replays a verified workflow a new
+task matches before the model is asked, and asks it only from the first divergence).
 
 May use: the loop, grounding, memory, record, safety, settings, desktop. Used by: cli, mcp.
 """

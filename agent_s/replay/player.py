@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Unpack
@@ -90,6 +90,9 @@ from agent_s.record.trajectory import Trajectory, load_trajectory
 from agent_s.safety.gate import Approver
 from agent_s.settings.config import AgentConfig, GroundingConfig, ModelConfig
 
+if TYPE_CHECKING:
+    from agent_s.loop.agent import Agent
+
 #: How long a step waits for its recorded window to be the active one.
 WAIT_SECONDS = 10.0
 _POLL = 0.1
@@ -99,7 +102,7 @@ _PINNED_GROUNDERS = frozenset({"native", "point", "recorded"})
 _NO_MODEL = "none (replay)"
 
 DivergenceKind = Literal[
-    "window", "not_found", "refused", "failed", "screen_size", "check", "needs_model"
+    "window", "not_found", "refused", "failed", "screen_size", "check", "needs_model", "coordinates"
 ]
 ReplayStatus = Literal["replayed", "diverged", "healed", "heal_failed", "stopped"]
 
@@ -221,8 +224,9 @@ class ReplayResult:
 
 def script_of(recording: Trajectory | Path | str) -> Script:
     """The steps of a recorded run to replay: those that went well (outcome ok, or the final
-    done / fail), in order. Steps that only talked to the model (a question to the user) and
-    steps that failed or were refused are left out, each noted in ``skipped``."""
+    done / fail), in order. Steps that only talked to the model (a question to the user, the
+    note a replay left where it diverged) and steps that failed or were refused are left out,
+    each noted in ``skipped``."""
     trajectory = recording if isinstance(recording, Trajectory) else load_trajectory(recording)
     task = str(trajectory.run.get("task") or (trajectory.result.task if trajectory.result else ""))
     if not task:
@@ -239,6 +243,9 @@ def script_of(recording: Trajectory | Path | str) -> Script:
             continue
         if isinstance(action, AskUserAction):
             skipped.append(f"step {recorded.step}: a question to the user")
+            continue
+        if isinstance(action, SaveToKnowledgeAction) and recorded.chosen_by == "replay":
+            skipped.append(f"step {recorded.step}: a replay's note to the model")
             continue
         action, pinned = _targets_of(recorded, action)
         steps.append(
@@ -383,7 +390,7 @@ def _acts_on_a_window(action: ActionModel) -> bool:
 
 
 @dataclass
-class _Progress:
+class Progress:
     """How far a replay got: the new run's steps, how many recorded steps were carried out and
     by how many of the new run's steps (the first ``replayed``)."""
 
@@ -418,123 +425,57 @@ class ReplayOptions(TypedDict, total=False):
     on_divergence: Callable[[Divergence], None] | None
 
 
-class Replayer:
-    """Carries out a ``Script`` through an agent (see the module docstring). ``backend``: the
-    desktop; None, as for ``Agent``: this session's (``Agent.backend``); the rest:
-    ``ReplayOptions``."""
+class Player:
+    """Carries out a ``Script``'s steps through ``agent``'s own step, up to the first divergence
+    (see the module docstring): ``Replayer`` with an agent of its own, ``agent_s.replay.reuse``
+    with the agent of a run, before its model is asked. ``grounder``: the agent's grounding
+    chain when it answers recorded points (``_PinnedChain``); None: a step the model gave as
+    coordinates is a divergence (it is not grounded again). ``has_model``: whether a
+    code-agent step can be carried out."""
 
     def __init__(
-        self, backend: DesktopBackend | None = None, **options: Unpack[ReplayOptions]
+        self,
+        agent: Agent,
+        *,
+        grounder: _PinnedChain | None = None,
+        wait_seconds: float = WAIT_SECONDS,
+        has_model: bool = True,
     ) -> None:
-        from agent_s.loop.agent import Agent
-
-        unknown = sorted(set(options) - ReplayOptions.__optional_keys__)
-        if unknown:  # as a function with these keyword parameters would say
-            raise TypeError(f"unexpected keyword arguments: {', '.join(unknown)}")
-        model, heal = options.get("model"), options.get("heal", False)
-        grounding, settings = options.get("grounding"), options.get("settings")
-        if heal and model is None:
-            raise ValueError(
-                "--heal needs a model to hand the rest of the task to: pass --model (and "
-                "--provider, --base-url), or set AGENT_S_MODEL"
-            )
-        self.heal = heal
-        self.has_model = model is not None
-        self.wait_seconds = options.get("wait_seconds", WAIT_SECONDS)
-        self.on_divergence = options.get("on_divergence")
-        self.grounding = grounding or GroundingConfig()
-        self.grounder = _grounder(self.grounding)
-        self.settings = settings or AgentConfig()
+        self.agent, self.grounder = agent, grounder
+        self.wait_seconds, self.has_model = wait_seconds, has_model
         self._fields = FieldReader()
-        self.agent = Agent(
-            model or _offline_model(),
-            settings=self.settings,
-            grounding=self.grounding,
-            backend=backend,
-            grounder=self.grounder,
-            approver=options.get("approver"),
-            on_step=options.get("on_step"),
-        )
 
     @property
     def backend(self) -> DesktopBackend:
         """The desktop replayed on: the agent's (``Agent.backend``)."""
         return self.agent.backend
 
-    def run(self, script: Script, postcondition: Postcondition | None = None) -> ReplayResult:
-        """Replay ``script``; with ``heal``, the agent finishes what the replay could not."""
-        agent = self.agent
-        agent.start(script.task)
-        progress = _Progress()
-        divergence: Divergence | None = None
-        try:
-            for planned in script.steps:
-                divergence = self._before(planned, progress.next_step())
-                if divergence is None:
-                    for step in self._carry_out(planned):
-                        progress.steps.append(step)
-                        divergence = self._after(planned, step)
-                        if divergence is not None:
-                            break
-                if divergence is not None:
-                    break
-                progress.recorded += 1
-                progress.replayed = len(progress.steps)
-                if planned.action.is_terminal:
-                    ending = final_ending(planned.action, postcondition)
-                    if ending.cause != "postcondition_failed":
-                        return self._done(script, agent.end(ending), progress)
-                    reason = f"the check after done failed: {ending.reason}"
-                    divergence = _diverged(planned, progress.steps[-1].step, "check", reason)
-                    break
-            else:
-                reason = "every recorded step was replayed; the recording did not end with done"
-                run = agent.end(Ending(RunStatus.MAX_STEPS, "max_steps", reason))
-                return self._done(script, run, progress)
-            if divergence is None:  # the loop only breaks with one
-                raise RuntimeError("a replay stopped without a divergence")
-            if self.on_divergence is not None:
-                self.on_divergence(divergence)
-            if not self.heal:
-                reason = f"the replay diverged at {divergence.describe()}"
-                cause: Cause = "refused" if divergence.kind == "refused" else "replay_diverged"
-                run = agent.end(Ending(RunStatus.FAILED, cause, reason))
-                return self._done(script, run, progress, divergence)
-            return self._heal(script, progress, divergence, postcondition)
-        except BaseException as err:
-            stopped = error_ending(err)
-            if stopped is None:
-                if isinstance(err, Exception):
-                    agent.end(Ending(RunStatus.ERROR, "internal_error", describe_error(err)))
-                raise
-            run = agent.end(stopped)
-            result = self._done(script, run, progress, divergence)
-            return replace(result, status="stopped")  # a limit, Ctrl-C, the model or desktop
-
-    def _done(
-        self,
-        script: Script,
-        run: RunResult,
-        progress: _Progress,
-        divergence: Divergence | None = None,
-        healed: int = 0,
-    ) -> ReplayResult:
-        if divergence is None:
-            status: ReplayStatus = "replayed"
-        elif healed or self.heal:
-            status = "healed" if run.succeeded else "heal_failed"
-        else:
-            status = "diverged"
-        return ReplayResult(
-            status,
-            script.source,
-            run,
-            progress.replayed,
-            divergence,
-            healed,
-            tuple(progress.steps),
-            progress.recorded,
-        )
+    def play(
+        self, script: Script, progress: Progress, postcondition: Postcondition | None
+    ) -> tuple[Ending | None, Divergence | None]:
+        """Carry out ``script``'s steps in the agent's current task, counting them in
+        ``progress``: (how the run ends, None) when a recorded ``done`` or ``fail`` ended it;
+        (None, the divergence) where one stopped it; (None, None) when every step was carried
+        out and none ended the task."""
+        for planned in script.steps:
+            divergence = self._before(planned, progress.next_step())
+            if divergence is None:
+                for step in self._carry_out(planned):
+                    progress.steps.append(step)
+                    divergence = self._after(planned, step)
+                    if divergence is not None:
+                        break
+            if divergence is not None:
+                return None, divergence
+            progress.recorded += 1
+            progress.replayed = len(progress.steps)
+            if planned.action.is_terminal:
+                ending = final_ending(planned.action, postcondition)
+                if ending.cause != "postcondition_failed":
+                    return ending, None
+                reason = f"the check after done failed: {ending.reason}"
+                return None, _diverged(planned, progress.steps[-1].step, "check", reason)
+        return None, None
 
     # -- one step --
 
@@ -550,6 +491,12 @@ class Replayer:
             )
             return _diverged(planned, number, "needs_model", reason)
         if any(p is not None for p in planned.pinned):
+            if self.grounder is None:
+                reason = (
+                    "the model gave this step as screen coordinates, which only a replay "
+                    "(agent-s replay, agent-s workflow run) carries out again"
+                )
+                return _diverged(planned, number, "coordinates", reason)
             if isinstance(action, HighlightTextSpanAction):
                 reason = "a text span given as coordinates cannot be found again"
                 return _diverged(planned, number, "screen_size", reason)
@@ -595,14 +542,14 @@ class Replayer:
         comes at once."""
         action = self._pinned(planned)
         if isinstance(action, TypeAction) and action.text and action.enter:
-            typed = self.agent.step(given=_with(action, {"enter": False}))
+            typed = self.agent.step(given=_with(action, {"enter": False}), by="replay")
             yield typed
             if typed.outcome != "ok":
                 return
             self._await_typed(action.text)
-            yield self.agent.step(given=HotkeyAction(keys=("enter",)))
+            yield self.agent.step(given=HotkeyAction(keys=("enter",)), by="replay")
             return
-        step = self.agent.step(given=action)
+        step = self.agent.step(given=action, by="replay")
         yield step
         if step.outcome == "ok" and isinstance(action, TypeAction) and action.text:
             self._await_typed(action.text)
@@ -611,6 +558,8 @@ class Replayer:
         """The step's action, each target given as recorded coordinates pinned (see
         ``_PinnedChain``)."""
         action = planned.action
+        if self.grounder is None:
+            return action
         self.grounder.pins.clear()
         if any(p is not None for p in planned.pinned):
             names = _target_fields(action)
@@ -645,18 +594,13 @@ class Replayer:
         run ahead of the application (a model's thinking time gave it that time)."""
         await_typed(self._fields, self.backend.windows, text, self.wait_seconds, _POLL)
 
-    # -- healing --
-
-    def _heal(
-        self,
-        script: Script,
-        progress: _Progress,
-        divergence: Divergence,
-        postcondition: Postcondition | None,
-    ) -> ReplayResult:
-        """The rest of the task to the agent, in the same run (see the module docstring). The
-        note names the steps by this run's numbers, as the model's history shows them."""
-        agent = self.agent
+    def hand_over(
+        self, script: Script, progress: Progress, divergence: Divergence, what: str
+    ) -> None:
+        """Tell the agent's model, in a step of its own (``save_to_knowledge``, shown on every
+        later step), what ``what`` (``a replay of a recorded run``) carried out and where and
+        why it diverged, for it to do the rest. The note names the steps by this run's
+        numbers, as the model's history shows them."""
         if progress.replayed:
             recorded = ", ".join(str(s.step) for s in script.steps[: progress.recorded])
             done = (
@@ -665,12 +609,121 @@ class Replayer:
         else:
             done = "none of its steps could be carried out again"
         note = (
-            f"This task is a replay of a recorded run: {done}; then the replay diverged at "
+            f"This task is {what}: {done}; then the replay diverged at "
             f"{divergence.describe()}. Do the rest of the task from the screen as it is now; "
             "do not repeat what is already done."
         )
+        given = SaveToKnowledgeAction(text=(note[:1000],))
+        progress.steps.append(self.agent.step(given=given, by="replay"))
+
+
+class Replayer(Player):
+    """Carries out a ``Script`` through an agent of its own (see the module docstring).
+    ``backend``: the desktop; None, as for ``Agent``: this session's (``Agent.backend``); the
+    rest: ``ReplayOptions``."""
+
+    def __init__(
+        self, backend: DesktopBackend | None = None, **options: Unpack[ReplayOptions]
+    ) -> None:
+        unknown = sorted(set(options) - ReplayOptions.__optional_keys__)
+        if unknown:  # as a function with these keyword parameters would say
+            raise TypeError(f"unexpected keyword arguments: {', '.join(unknown)}")
+        from agent_s.loop.agent import Agent
+
+        model, heal = options.get("model"), options.get("heal", False)
+        grounding, settings = options.get("grounding"), options.get("settings")
+        if heal and model is None:
+            raise ValueError(
+                "--heal needs a model to hand the rest of the task to: pass --model (and "
+                "--provider, --base-url), or set AGENT_S_MODEL"
+            )
+        self.heal = heal
+        self.on_divergence = options.get("on_divergence")
+        self.grounding = grounding or GroundingConfig()
+        self.settings = settings or AgentConfig()
+        grounder = _grounder(self.grounding)
+        agent = Agent(
+            model or _offline_model(),
+            settings=self.settings,
+            grounding=self.grounding,
+            backend=backend,
+            grounder=grounder,
+            approver=options.get("approver"),
+            on_step=options.get("on_step"),
+        )
+        wait = options.get("wait_seconds", WAIT_SECONDS)
+        super().__init__(agent, grounder=grounder, wait_seconds=wait, has_model=model is not None)
+
+    def run(self, script: Script, postcondition: Postcondition | None = None) -> ReplayResult:
+        """Replay ``script``; with ``heal``, the agent finishes what the replay could not."""
+        agent = self.agent
+        agent.start(script.task)
+        progress = Progress()
+        divergence: Divergence | None = None
+        try:
+            ending, divergence = self.play(script, progress, postcondition)
+            if ending is not None:
+                return self._done(script, agent.end(ending), progress)
+            if divergence is None:
+                reason = "every recorded step was replayed; the recording did not end with done"
+                run = agent.end(Ending(RunStatus.MAX_STEPS, "max_steps", reason))
+                return self._done(script, run, progress)
+            if self.on_divergence is not None:
+                self.on_divergence(divergence)
+            if not self.heal:
+                reason = f"the replay diverged at {divergence.describe()}"
+                cause: Cause = "refused" if divergence.kind == "refused" else "replay_diverged"
+                run = agent.end(Ending(RunStatus.FAILED, cause, reason))
+                return self._done(script, run, progress, divergence)
+            return self._heal(script, progress, divergence, postcondition)
+        except BaseException as err:
+            stopped = error_ending(err)
+            if stopped is None:
+                if isinstance(err, Exception):
+                    agent.end(Ending(RunStatus.ERROR, "internal_error", describe_error(err)))
+                raise
+            run = agent.end(stopped)
+            result = self._done(script, run, progress, divergence)
+            return replace(result, status="stopped")  # a limit, Ctrl-C, the model or desktop
+
+    def _done(
+        self,
+        script: Script,
+        run: RunResult,
+        progress: Progress,
+        divergence: Divergence | None = None,
+        healed: int = 0,
+    ) -> ReplayResult:
+        if divergence is None:
+            status: ReplayStatus = "replayed"
+        elif healed or self.heal:
+            status = "healed" if run.succeeded else "heal_failed"
+        else:
+            status = "diverged"
+        return ReplayResult(
+            status,
+            script.source,
+            run,
+            progress.replayed,
+            divergence,
+            healed,
+            tuple(progress.steps),
+            progress.recorded,
+        )
+
+    # -- healing --
+
+    def _heal(
+        self,
+        script: Script,
+        progress: Progress,
+        divergence: Divergence,
+        postcondition: Postcondition | None,
+    ) -> ReplayResult:
+        """The rest of the task to the agent, in the same run (see the module docstring)."""
+        agent = self.agent
+        self.hand_over(script, progress, divergence, "a replay of a recorded run")
         steps = progress.steps
-        steps.append(agent.step(given=SaveToKnowledgeAction(text=(note[:1000],))))
         healed = 0
         limit = self.settings.max_steps
         while healed < limit:
@@ -713,6 +766,8 @@ __all__ = [
     "WAIT_SECONDS",
     "Divergence",
     "DivergenceKind",
+    "Player",
+    "Progress",
     "ReplayOptions",
     "ReplayResult",
     "ReplayStatus",

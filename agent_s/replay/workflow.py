@@ -22,8 +22,11 @@ read where the recorded value started with ``~`` too.
 
 Only a run that succeeded can be saved; its provenance names the run, the date, the model and
 the task (``Provenance``), and is unverified: what a run folder says of its own check is a
-claim in a file, not a check this store saw pass. A stored workflow is verified only when the
-store's key sealed it so (``agent_s.guards.trust``): a workflow edited in the file, body and hash
+claim in a file, not a check this store saw pass. The caller that saw the run's check of the
+user's (or an evaluator's) pass says so (``from_run(..., verified=True)``: ``agent-s run
+--check ... --save-workflow NAME``); only such a workflow is reused by a later run whose task
+matches it (``agent_s.replay.reuse``). A stored workflow is verified only when the store's key
+sealed it so (``agent_s.guards.trust``): a workflow edited in the file, body and hash
 together, loads as unverified.
 """
 
@@ -39,9 +42,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Unpack
 
-from agent_s.actions import TypeAction
+from agent_s.actions import DoneAction, TypeAction, literal_point, parse_action
 from agent_s.desktop.base import DesktopBackend, desktop_home
-from agent_s.memory.entries import Provenance, Skill
+from agent_s.errors import ActionParseError
+from agent_s.memory.entries import Entry, Provenance, Skill
 from agent_s.memory.parameters import extract_parameters, instantiate
 from agent_s.memory.store import MemoryStore, StoredWorkflow, check_workflow_name
 from agent_s.record.result import Postcondition, RunStatus
@@ -73,8 +77,12 @@ class Workflow(BaseModel):
     # -- making one --
 
     @classmethod
-    def from_run(cls, run_dir: Path | str, name: str) -> Workflow:
-        """The workflow of a successful recorded run (ValueError for any other run)."""
+    def from_run(cls, run_dir: Path | str, name: str, *, verified: bool = False) -> Workflow:
+        """The workflow of a successful recorded run (ValueError for any other run).
+        ``verified``: the caller saw a check of the user's or an evaluator's pass for this
+        very run (its ``RunResult.verified``, a benchmark evaluator's full score): the
+        workflow is stored as checked by the user, and ``agent-s run`` may reuse it
+        (``agent_s.replay.reuse``). What the folder says of its own check never counts."""
         check_workflow_name(name)
         trajectory = load_trajectory(run_dir)
         result = trajectory.result
@@ -87,20 +95,52 @@ class Workflow(BaseModel):
         script = script_of(trajectory)
         if not any(step.action.is_desktop for step in script.steps):
             raise ValueError(f"{trajectory.folder} did nothing on the desktop: nothing to replay")
-        fields = [text for _, text in _text_fields(script)]
-        typed = [s.action.text for s in script.steps if isinstance(s.action, TypeAction)]
-        code = json.dumps(fields, ensure_ascii=False)
-        parameters = extract_parameters(script.task, code, typed)
         provenance = Provenance(
             run_id=trajectory.folder.name,
             steps=tuple(step.step for step in script.steps),
             model=result.model or script.model or "unknown",
             # a run folder's result.json is a file anyone may have edited: its "verified" is a
-            # claim, not a check this process saw pass, so the workflow is stored unverified
-            verified=False,
+            # claim, not a check this process saw pass; only the caller's word counts
+            verified=verified,
             task=script.task,
         )
-        return cls(name=name, script=script, parameters=parameters, provenance=provenance)
+        return cls(name=name, script=script, parameters=_parameters(script), provenance=provenance)
+
+    @classmethod
+    def from_skill(cls, entry: Entry) -> Workflow | None:
+        """The workflow of a memory entry that is a whole run's action sequence (a skill
+        ``agent_s.memory.learn`` kept from a run whose check passed), then ``done``; None for
+        any other entry, or for one with an action that no longer parses or a target given as
+        screen coordinates (only a recording's size and point carry those again). It has no
+        recorded windows to wait for; its provenance is the entry's, as the store trusts it."""
+        skill, task = entry.body, entry.provenance.task
+        if not isinstance(skill, Skill) or skill.language != "actions":
+            return None
+        if skill.description != f"actions for: {task}":  # a planned subtask's, or cut short
+            return None
+        numbers = entry.provenance.steps
+        steps: list[ScriptStep] = []
+        for index, text in enumerate(skill.actions):
+            try:
+                action = parse_action(text)
+            except ActionParseError:
+                return None
+            if any(literal_point(target.text) is not None for target in action.targets()):
+                return None
+            number = numbers[index] if index < len(numbers) else index + 1
+            steps.append(ScriptStep(step=number, action=action))
+        if not any(step.action.is_desktop for step in steps):
+            return None
+        end = (numbers[-1] if numbers else len(steps)) + 1
+        steps.append(ScriptStep(step=max(end, len(steps) + 1), action=DoneAction()))
+        script = Script(task=task, source=f"memory entry {entry.id}", model=entry.provenance.model)
+        script = script.model_copy(update={"steps": tuple(steps)})
+        return cls(
+            name=f"skill-{entry.id}",
+            script=script,
+            parameters=_parameters(script),
+            provenance=entry.provenance,
+        )
 
     # -- the memory store --
 
@@ -192,6 +232,14 @@ class Workflow(BaseModel):
         replayer = Replayer(backend, **options)
         script = self.with_values(params or {}, home=desktop_home(replayer.backend))
         return replayer.run(script, postcondition)
+
+
+def _parameters(script: Script) -> dict[str, str]:
+    """The literal values of the script's task that its actions typed, clicked or opened, and
+    the text typed that the task has as it is (``agent_s.memory.parameters``)."""
+    fields = [text for _, text in _text_fields(script)]
+    typed = [s.action.text for s in script.steps if isinstance(s.action, TypeAction)]
+    return extract_parameters(script.task, json.dumps(fields, ensure_ascii=False), typed)
 
 
 def _text_fields(script: Script) -> list[tuple[tuple[int, str], str]]:

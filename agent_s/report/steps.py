@@ -44,6 +44,10 @@ def _figure(
     )
 
 
+# who chose a step's action (``Step.chosen_by``), as its badge says it
+_CHOSEN = {"model": "chosen by the model", "replay": "replayed", "planner": "handed by the plan"}
+
+
 def step_card(step: Step, folder: Path, assets: Assets, frame: Frame, after: Path | None) -> str:
     tokens = sum(c.input_tokens + c.output_tokens for c in step.calls)
     tokens += sum(s.call.input_tokens + s.call.output_tokens for s in step.substeps if s.call)
@@ -56,6 +60,7 @@ def step_card(step: Step, folder: Path, assets: Assets, frame: Frame, after: Pat
     ]
     if step.safety is not None:
         head.append(badge("allowed" if step.safety.get("allowed", True) else "refused"))
+    head.append(badge(_CHOSEN[step.chosen_by], "chosen"))
     facts = [
         f"subtask {step.subtask}" if step.subtask else "",
         seconds(step.seconds),
