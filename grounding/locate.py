@@ -369,10 +369,17 @@ class Locator:
         """Whether the generation model writes the coordinates itself (in the image it saw)."""
         return isinstance(self.grounder, NativeGrounder)
 
+    def read_ahead(self, observation: Observation) -> None:
+        """Start reading the accessibility tree for ``observation`` in the background, as soon
+        as the screen is captured (it runs while the image is encoded and the model thinks)."""
+        if self._a11y is not None:
+            self._a11y.prefetch(observation)
+
     def prepare(self, observation: Observation, sent: EncodedImage) -> None:
         """Start, while the model thinks, what grounding ``observation`` will need: the
-        accessibility tree is read in the background, and a grounding model is offered the
-        image already encoded for the generation model (taken when it has the same pixels)."""
+        accessibility tree is read in the background (``read_ahead``, if not started yet), and
+        a grounding model is offered the image already encoded for the generation model (taken
+        when it has the same pixels)."""
         members = (
             self.grounder.grounders
             if isinstance(self.grounder, GroundingChain)
@@ -381,8 +388,7 @@ class Locator:
         for member in members:
             if isinstance(member, ModelGrounder):
                 member.offer(observation, sent)
-        if self._a11y is not None:
-            self._a11y.prefetch(observation)
+        self.read_ahead(observation)  # once per observation: a second start is none
 
     def locate(
         self,

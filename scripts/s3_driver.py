@@ -45,6 +45,7 @@ INSTALL = (
     "pyautogui mss"
 )
 _DONE = "<<s3-driver-done>>"
+CLI_SLEEP = 1.0  # S3's CLI sleeps this long before each action and again after it
 
 
 def s3_python() -> Path | None:
@@ -151,6 +152,13 @@ class _Executor:
             raise RuntimeError("the action interpreter exited")
 
 
+def _cli_sleep() -> float:
+    """One of S3's CLI's fixed waits around an action, as long as it really took."""
+    start = time.perf_counter()
+    time.sleep(CLI_SLEEP)
+    return time.perf_counter() - start
+
+
 class _Driver:
     def __init__(self, message: dict[str, Any]) -> None:
         from gui_agents.s3.agents.agent_s import AgentS3
@@ -183,8 +191,10 @@ class _Driver:
         )
         return actions, time.perf_counter() - start, self.clock.seconds - before
 
-    def step(self) -> dict[str, Any]:
-        """Capture, predict, execute: S3's CLI loop (its fixed sleeps left out)."""
+    def step(self, sleeps: bool = False) -> dict[str, Any]:
+        """Capture, predict, execute: S3's CLI loop; with ``sleeps``, its fixed waits around
+        the action too (1 s before it and 1 s after it, ``gui_agents.s3.cli_app``), timed
+        apart as ``settle``."""
         import mss
         from PIL import Image
 
@@ -201,16 +211,20 @@ class _Driver:
         actions, predict_s, model_s = self.predict(buffer.getvalue())
         executed = time.perf_counter()
         code = actions[0]
+        slept = 0.0
         if code not in ("DONE", "FAIL", "WAIT", "NEXT") and self._executor is not None:
+            slept += _cli_sleep() if sleeps else 0.0
             self._executor.run(code)
+            slept += _cli_sleep() if sleeps else 0.0
         end = time.perf_counter()
         return {
+            "settle": slept,
             "actions": actions,
             "seconds": end - start,
             "model": model_s,
             "capture": captured - start,
             "predict": predict_s - model_s,
-            "execute": end - executed,
+            "execute": end - executed - slept,
         }
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -218,7 +232,7 @@ class _Driver:
             actions, seconds, model = self.predict(Path(message["screenshot"]).read_bytes())
             return {"actions": actions, "seconds": seconds, "model": model}
         if message["op"] == "step":
-            return self.step()
+            return self.step(bool(message.get("sleeps")))
         raise ValueError(f"unknown op {message['op']!r}")
 
 

@@ -14,7 +14,6 @@ from polling import wait_until
 
 from agent_s.desktop import ops, settle
 from agent_s.desktop.base import perform
-from agent_s.loop import act
 
 
 @pytest.fixture
@@ -128,9 +127,9 @@ def test_the_look_after_an_action_waits_for_a_busy_front_program_within_its_limi
     go = _busy_front_window(apps, x11, tmp_path)
     _start_busy(go)
     began = time.monotonic()
-    act.settle(x11, 3.0)
+    settle.until_still(x11, 3.0)
     assert time.monotonic() - began >= 0.8
     _start_busy(go)
     began = time.monotonic()
-    act.settle(x11, 0.4)  # busy beyond the limit: the limit holds
+    settle.until_still(x11, 0.4)  # busy beyond the limit: the limit holds
     assert time.monotonic() - began < 0.8

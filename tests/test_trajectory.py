@@ -100,6 +100,22 @@ def test_the_image_sent_travels_with_the_step_but_is_not_written(tmp_path: Path)
     assert loaded == entry(1)
 
 
+def test_a_queued_screenshot_is_on_disk_before_the_line_naming_it(tmp_path: Path) -> None:
+    """The screenshot is written while the step goes on; its line waits for it, and a
+    screenshot that cannot be written stops the line."""
+    writer = TrajectoryWriter(tmp_path / "run")
+    data = encode_screenshot(Image.new("RGB", (64, 40), "white"), ImageSpec()).data
+    assert writer.queue_image("step_001.png", data) == "step_001.png"
+    writer.write_step(entry(1))
+    assert (writer.folder / "step_001.png").read_bytes() == data
+    (writer.folder / "step_002.png").mkdir()  # a folder in its place: it cannot be written
+    writer.queue_image("step_002.png", data)
+    with pytest.raises(IsADirectoryError):
+        writer.write_step(entry(2))
+    writer.close()
+    assert [s.step for s in load_trajectory(writer.folder).steps] == [1]
+
+
 def test_a_torn_last_line_is_skipped_but_a_torn_middle_is_an_error(tmp_path: Path) -> None:
     writer = TrajectoryWriter(tmp_path / "run")
     writer.write_step(entry(1))

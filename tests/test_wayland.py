@@ -28,10 +28,13 @@ import psutil
 import pytest
 from conftest import AppRunner, Probe, app_runner, start_probe
 from polling import wait_until as _wait
+from test_settle_screen import COUNT, assert_shows
+from test_settle_screen import LIMIT as SETTLE_LIMIT
 
 from agent_s.desktop.base import DesktopBackend
 from agent_s.desktop.choose import choose_backend, desktop_backend
 from agent_s.desktop.ops import Point
+from agent_s.desktop.settle import until_still
 from agent_s.desktop.virtual import VirtualDesktop, marked_processes
 from agent_s.desktop.wayland import WaylandBackend
 
@@ -550,3 +553,25 @@ def test_a_scale_2_output_clicks_in_points_and_captures_in_pixels() -> None:
             assert probe.screen(press) == (at.x, at.y)
         finally:
             backend.close()
+
+
+@_marks
+def test_the_wait_after_a_key_is_not_held_by_another_window(
+    wl: WaylandBackend, wl_apps: AppRunner
+) -> None:
+    """As on X11 (test_settle_screen.py): a counter in foot beside galculator."""
+    big = ("-o", "font=monospace:size=40")
+    wl_apps(["foot", *big, "--title", "counter", "sh", "-c", COUNT], window="counter")
+    wl_apps(["galculator"], window="galculator")
+    calc = wl.activate("galculator")
+    time.sleep(0.5)  # tiled beside the counter, and drawn at its new size
+    before = wl.capture().image
+    began = time.monotonic()
+    wl.hotkey(["7"])
+    until_still(wl, SETTLE_LIMIT)
+    waited = time.monotonic() - began
+    shown = wl.capture().image
+    time.sleep(1.0)
+    settled = wl.capture().image
+    assert waited < SETTLE_LIMIT / 2  # not held by the counter
+    assert_shows(calc, shown, settled, before)  # 0 became 7, and the look after the wait shows it

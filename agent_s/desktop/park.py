@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from agent_s.desktop import ops
 from agent_s.desktop.base import Monitor, ScreenGeometry, WindowInfo
 from agent_s.desktop.ops import Point
@@ -48,6 +50,26 @@ def _monitor_of(point: Point, geometry: ScreenGeometry) -> Monitor:
     return next((m for m in geometry.monitors if m.contains(point)), geometry.primary)
 
 
+def _farthest_free(monitor: Monitor, windows: Sequence[WindowInfo], pointer: Point) -> Point | None:
+    """Of the spots ``STEP`` px apart on ``monitor`` (``MARGIN`` in from its edges) that no
+    window covers, the farthest from ``pointer`` (the first in rows, then columns, on a tie)."""
+    xs = np.arange(monitor.x + MARGIN, monitor.x + monitor.width - MARGIN + 1, STEP)
+    ys = np.arange(monitor.y + MARGIN, monitor.y + monitor.height - MARGIN + 1, STEP)
+    if not len(xs) or not len(ys):
+        return None
+    free = np.ones((len(ys), len(xs)), dtype=bool)
+    for w in windows:  # as _covered, for every spot at once
+        if w.width > 0 and w.height > 0:
+            across = (w.x - 4 <= xs) & (xs < w.x + w.width + 4)
+            down = (w.y - TITLE_BAR <= ys) & (ys < w.y + w.height + 4)
+            free &= ~(down[:, None] & across[None, :])
+    if not free.any():
+        return None
+    far = (ys[:, None] - pointer.y) ** 2 + (xs[None, :] - pointer.x) ** 2
+    row, column = np.unravel_index(np.argmax(np.where(free, far, -1)), free.shape)
+    return Point(int(xs[column]), int(ys[row]))
+
+
 def park_point(
     geometry: ScreenGeometry, windows: Sequence[WindowInfo], pointer: Point
 ) -> Point | None:
@@ -56,14 +78,9 @@ def park_point(
     monitor = _monitor_of(pointer, geometry)
     if any(w.width <= 0 or w.height <= 0 for w in windows):  # positions unknown (Wayland)
         return None
-    free = [
-        Point(x, y)
-        for y in range(monitor.y + MARGIN, monitor.y + monitor.height - MARGIN + 1, STEP)
-        for x in range(monitor.x + MARGIN, monitor.x + monitor.width - MARGIN + 1, STEP)
-        if not _covered(Point(x, y), windows)
-    ]
-    if free:
-        return max(free, key=lambda p: (p.x - pointer.x) ** 2 + (p.y - pointer.y) ** 2)
+    spot = _farthest_free(monitor, windows, pointer)
+    if spot is not None:
+        return spot
     front = next((w for w in windows if w.active), None)
     if front is None:
         return None

@@ -40,7 +40,7 @@ from agent_s.desktop import ops
 from agent_s.desktop.base import DesktopBackend, ScreenGeometry, WindowInfo, perform
 from agent_s.desktop.ops import Point
 from agent_s.desktop.park import moves_pointer, park_point
-from agent_s.desktop.settle import until_front_idle
+from agent_s.desktop.settle import until_still
 from agent_s.desktop.watch import (
     FieldReader,
     Glimpse,
@@ -179,6 +179,7 @@ class Actor:
             before = Glimpse(tuple(windows), self.fields.read(windows)) if fresh else None
         raised: list[WindowInfo] = []
         failure: str | None = None
+        acted_at = time.monotonic()
         with log.timed("execute"):
             try:
                 guard = self.gate.guard(
@@ -203,8 +204,16 @@ class Actor:
                 _park(backend, plan, scene.observation.geometry)
         glance = None
         if settings.settle_seconds and failure is None:
-            with log.timed("settle"):
-                glance = settle(backend, settings.settle_seconds)
+            with log.timed("settle"):  # until the screen shows what the action did
+                shot = until_still(
+                    backend,
+                    settings.settle_seconds,
+                    before=scene.observation.screenshot,
+                    at=points,
+                    since=acted_at,
+                    listed=scene.observation.windows,
+                )
+                glance = None if shot is None else _glance_of(shot.image)
         observed: list[str] = []
         if before is not None:
             with log.timed("effects"):
@@ -355,28 +364,6 @@ class Actor:
         return _failed(log, report.worker_text)
 
 
-def settle(backend: DesktopBackend, limit: float, *, first: float = 0.15) -> Image.Image | None:
-    """Wait for the screen to react to an action: at least ``first`` seconds and until the
-    front window's program is idle (a busy one has not yet drawn what it was sent; a screen
-    that is still then is no answer), then until two looks 50 ms apart show the same screen
-    (a blinking cursor aside), at most ``limit`` seconds in all. Most actions are answered
-    within a frame or two; a slow one uses the whole limit. Returns the last look
-    (``_glance``), None if the screen could not be read."""
-    began = time.monotonic()
-    deadline = began + limit
-    until_front_idle(backend, limit=max(0.0, deadline - time.monotonic()))
-    time.sleep(max(0.0, min(first, limit) - (time.monotonic() - began)))
-    before = _glance(backend)
-    while time.monotonic() + _GLANCE_EVERY <= deadline:
-        time.sleep(_GLANCE_EVERY)
-        now = _glance(backend)
-        if before is not None and now is not None and _still(before, now):
-            return now
-        before = now
-    time.sleep(max(0.0, deadline - time.monotonic()))
-    return before
-
-
 def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeometry | None) -> None:
     """After an action that moved the pointer, or opened a window that may now lie under it,
     rest it where it covers no control, so that the next screenshot shows no tooltip or hover
@@ -397,17 +384,6 @@ def _park(backend: DesktopBackend, plan: Sequence[ops.Op], geometry: ScreenGeome
 def _names_a_document(target: str) -> bool:
     """Whether ``open``'s target is a file or URL rather than an application name."""
     return "/" in target or target.startswith("~") or "://" in target
-
-
-_GLANCE_EVERY = 0.05
-
-
-def _glance(backend: DesktopBackend) -> Image.Image | None:
-    """The screen at an eighth of its size, in grey (a few milliseconds); None if unavailable."""
-    try:
-        return _glance_of(backend.capture().image)
-    except AgentSError:
-        return None
 
 
 def _glance_of(image: Image.Image) -> Image.Image:

@@ -330,7 +330,7 @@ class Recording(Collaborator):
         if self.writer is not None:
             name = f"step_{draft.step.step:03d}{_EXTENSIONS[sent.media_type]}"
             with draft.timed("record"):
-                draft.set(screenshot=self.writer.write_image(name, sent.data))
+                draft.set(screenshot=self.writer.queue_image(name, sent.data))
 
     def event(self, event: dict[str, Any]) -> None:
         self.events.append(event)

@@ -41,10 +41,11 @@ class Observer:
         self._encoder = ThreadPoolExecutor(1, thread_name_prefix="agent-s-history")
 
     def look(self, observation: Observation, draft: Draft) -> Seen:
+        self.locator.read_ahead(observation)  # the a11y tree is read while the image is encoded
         image = self.points.picture(observation, observation.screenshot.image, draft)
         with draft.timed("encode"):
             sent = encode_screenshot(image, self.spec)
-            self.locator.prepare(observation, sent)  # the a11y tree is read while the model thinks
+            self.locator.prepare(observation, sent)  # and a grounding model offered the image
             spec = history_spec(sent, same_size=self.locator.native)
             return Seen(sent, self._encoder.submit(encode_screenshot, image, spec))
 

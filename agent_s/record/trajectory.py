@@ -19,7 +19,9 @@ allowed or refused, by the policy, a user rule, an approver and who, or nobody) 
 decision, exit status and bounded output).
 
 A run killed with SIGKILL keeps every finished step readable: each line is written whole and
-synced before the next step starts. ``load_trajectory`` skips only a torn last line.
+synced before the next step starts. ``load_trajectory`` skips only a torn last line. The
+screenshot sent at a step is written meanwhile, in the background (``queue_image``, while the
+model answers and the action runs), and synced before the line that names it.
 
 Secrets never reach the folder's text: nothing secret is put into an entry, and the writer
 redacts (``agent_s.guards.redaction``) every string of every record, and the JSON line as written,
@@ -34,6 +36,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,7 +97,8 @@ def run_header(
 
 
 class TrajectoryWriter:
-    """Writes one run's folder. Every write is flushed and fsynced before it returns."""
+    """Writes one run's folder. Every write is flushed and fsynced before it returns, but for
+    ``queue_image``'s, which are before the next step line, event or result is written."""
 
     def __init__(
         self,
@@ -111,6 +115,8 @@ class TrajectoryWriter:
         self.redactor = redactor
         self._lines = files.open_append(self.folder / TRAJECTORY_FILE)
         self.steps_written = 0
+        self._writer: ThreadPoolExecutor | None = None  # queue_image's, made on first use
+        self._queued: list[Future[None]] = []
 
     @classmethod
     def create(
@@ -141,6 +147,7 @@ class TrajectoryWriter:
 
     def write_step(self, step: Step) -> None:
         """One line: the step as pydantic dumps it to JSON (its image left out), redacted."""
+        self._written_queued()
         self._lines.write(self._text(step.model_dump(mode="json")) + "\n")
         self._lines.flush()
         os.fsync(self._lines.fileno())
@@ -148,6 +155,7 @@ class TrajectoryWriter:
 
     def write_event(self, event: dict[str, Any]) -> None:
         """One line of ``plan.jsonl``: a plan, a check, a strategy switch or a replan."""
+        self._written_queued()
         with files.open_append(self.folder / PLAN_FILE) as handle:
             handle.write(self._text(event) + "\n")
             handle.flush()
@@ -157,11 +165,33 @@ class TrajectoryWriter:
         self._atomic(name, data)
         return name
 
+    def queue_image(self, name: str, data: bytes) -> str:
+        """``write_image`` in the background: it returns at once, and the file is written and
+        synced before the next line (step or event) or the result is; an error writing it is
+        raised there."""
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="trajectory")
+        self._queued.append(self._writer.submit(self._atomic, name, data))
+        return name
+
     def write_result(self, result: RunResult) -> None:
+        self._written_queued()
         self._atomic(RESULT_FILE, (self._text(result.to_json()) + "\n").encode("utf-8"))
 
     def close(self) -> None:
-        self._lines.close()
+        try:
+            self._written_queued()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown()
+                self._writer = None
+            self._lines.close()
+
+    def _written_queued(self) -> None:
+        """Wait until every queued image is on disk (raising the first error writing one)."""
+        queued, self._queued = self._queued, []
+        for future in queued:
+            future.result()
 
     def _atomic(self, name: str, data: bytes) -> None:
         files.write_bytes(self.folder / name, data, sync=True)

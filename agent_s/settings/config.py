@@ -537,7 +537,7 @@ class AgentConfig:
     reflection: bool = False
     record_dir: Path | None = None  # None: no trajectory folder
     dry_run: bool = False  # predict and ground, draw the plan, execute nothing
-    settle_seconds: float = 0.4  # after an action, before the next screenshot
+    settle_seconds: float = 0.4  # after an action, the longest wait for a still screen
     retry_attempts: int = 4  # HTTP attempts per model call (the retry layer)
     context: ContextPolicy = field(default_factory=ContextPolicy)
     desktop_name: str = ""  # the desktop environment, for prompt hints ("gnome", "openbox")
