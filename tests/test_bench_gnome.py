@@ -155,8 +155,10 @@ def test_gsettings_and_the_wallpaper_on_the_task_desktop(tmp_path: Path) -> None
 
     noop = _run(suite, "noop", tmp_path / "noop", refs)
     assert noop["gs1"]["score"] == 0.0, noop["gs1"]
-    # no wallpaper set: GNOME's default picture (or none), not the task's
-    assert noop["wp1"]["score"] == 0.0, noop["wp1"]
+    # no wallpaper set: GNOME's default picture (or none), not the task's; where the default
+    # picture is installed (gnome-backgrounds, with GNOME Shell), its SSIM against the flat
+    # red picture is about 0.5, as OSWorld would score it: far from the reference's 1
+    assert noop["wp1"]["score"] < 0.75, noop["wp1"]
 
 
 def _processes_with(text: str) -> list[int]:

@@ -229,6 +229,7 @@ def test_an_earlier_trajectory_round_trips_through_the_step_model(tmp_path: Path
         assert new.pop("subtask") is None
         assert new.pop("marks") == []  # set-of-marks: the screenshot's mark table
         assert new.pop("chosen_by") == "model"  # who chose the action (a replay, the plan)
+        assert new.pop("sequence") is None  # one action of several in a reply
         if new["action"] is not None:  # the pointing actions' mark fields, unset
             marks = ("mark", "starting_mark", "ending_mark")
             assert all(new["action"].pop(k) is None for k in marks if k in new["action"])

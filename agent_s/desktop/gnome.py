@@ -52,6 +52,9 @@ SHELL = "org.gnome.Shell"
 PRESS_PAUSE = 0.05  # between the motion before a press and the press (GTK4 dialogs)
 KEY_PAUSE = 0.004  # between typed keys: mutter's virtual keyboard takes them in order
 CYCLE_WAIT = 0.5  # for the shell to activate the next window after a cycling shortcut
+# mutter handles the shortcut's key releases after it switched windows: input sent sooner went
+# to the shell's key grab (wheel notches were lost so), so an activation waits this long more
+CYCLE_SETTLE = 0.25
 PASTE_SETTLE = 0.15  # the application reads the clipboard after a paste
 _SHIFT = ("Shift_L", "Shift_R")
 
@@ -431,6 +434,7 @@ class GnomeBackend(BackendBase):
                 listed = self.windows()
                 now = next((w.id for w in listed if w.active), 0)
                 if now == window.id:
+                    time.sleep(CYCLE_SETTLE)
                     return
                 if now not in (0, before):
                     break

@@ -27,7 +27,9 @@ that appears is watched from then on). It ends when
   before the first look), its program has run since (it took the action's events from its
   queue) or has been idle for ``QUIET`` seconds;
 - the watched part has not changed for ``STILL_FRAMES`` frames, and the front window's program
-  did not run meanwhile (a repaint may be pending while it works: a dialog being built);
+  did not run meanwhile (a repaint may be pending while it works: a dialog being built), nor,
+  for the first ``WORKERS`` seconds, any of its other threads (a typed file name checked by a
+  worker thread, whose answer the main thread then draws);
 - the windows stopped coming and going (``window_order``: one that opened is waited for), and
   if the front window's program started a program since the action (``since``), a new window
   has come (a program that opens its window in a process of its own).
@@ -65,6 +67,10 @@ LIMIT = 5.0
 FRAME = 0.02
 #: unchanged looks in a row that make the screen still
 STILL_FRAMES = 2
+#: seconds after the first look during which the program's other threads count as its work:
+#: long enough for a worker thread's quick check (a typed file name), short enough that one
+#: that never rests (a file dialog's monitors) does not hold the wait to its limit
+WORKERS = 0.5
 
 
 def _sample(pid: int) -> tuple[str, int] | None:
@@ -91,6 +97,22 @@ def _runtime(pid: int) -> int | None:
             return int(stat.read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _threads_runtime(pid: int) -> int | None:
+    """The nanoseconds all the program's threads have run (``schedstat``), or None if
+    unreadable: work a toolkit hands to a worker thread (GTK's file chooser checks a typed
+    name so) shows here while the main thread sleeps."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        path = f"/proc/{pid}/task/{task}/schedstat"
+        with contextlib.suppress(OSError, ValueError, IndexError), open(path, "rb") as f:
+            total += int(f.read().split()[0])
+    return total
 
 
 def until_idle(pid: int | None, limit: float = LIMIT) -> bool:
@@ -136,7 +158,8 @@ def until_front_idle(backend: DesktopBackend, limit: float = LIMIT) -> bool:
 
 
 class _Program:
-    """A program's main thread, looked at again and again: did it run since the last look?"""
+    """A program, looked at again and again: did it run since the last look (its main thread,
+    or any other: a worker thread's result is drawn by the main thread after)?"""
 
     def __init__(self, pid: int | None) -> None:
         self.pid = pid if pid and pid > 0 else None
@@ -147,6 +170,8 @@ class _Program:
         if first is not None and first[0] != "R":
             self.quiet_since = time.monotonic()
         self._started = _runtime(self.pid) if self.pid is not None else None
+        self.total = _threads_runtime(self.pid) if self.pid is not None else None
+        self._first = time.monotonic()
 
     def woke(self) -> bool:
         """Whether it has run at all since it was first looked at (after the action was sent:
@@ -165,8 +190,10 @@ class _Program:
             self.readable = False
             return False
         state, ticks = now
-        ran = state == "R" or ticks != self.ticks
-        self.ticks = ticks
+        total = _threads_runtime(self.pid)
+        workers = total != self.total and time.monotonic() - self._first < WORKERS
+        ran = state == "R" or ticks != self.ticks or workers
+        self.ticks, self.total = ticks, total
         if ran:
             self.quiet_since = None
         elif self.quiet_since is None:
