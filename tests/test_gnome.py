@@ -320,6 +320,36 @@ def test_accessibility_boxes_are_not_grounding_points_here(
         AccessibilityGrounder().ground("the 7 button", observation)
 
 
+_BOUND_ELSEWHERE = """
+import sys
+from agent_s.desktop.atspi import bindings
+from agent_s.desktop.choose import desktop_backend
+from agent_s.desktop.virtual import VirtualDesktop
+
+with VirtualDesktop(home="temp") as x11, x11.exported():
+    bindings()  # this process's AT-SPI now reads the X11 desktop's bus, for good
+    with VirtualDesktop(home="temp", kind="gnome") as desk, desk.exported():
+        with desktop_backend(desk) as backend:
+            backend.open("galculator")
+            window = backend.wait_for_window("galculator", timeout=30)
+            print("listed", window.app, backend.window_problem or "-")
+"""
+
+
+def test_windows_are_listed_where_accessibility_read_another_desktop_first() -> None:
+    """libatspi binds the first bus it reads for good: a process that read an X11 desktop's
+    tree first (an MCP server, a test session) still lists a GNOME desktop's windows."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BOUND_ELSEWHERE],
+        env=_CLEAN,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "listed galculator -" in done.stdout, done.stdout
+
+
 # -- doctor -----------------------------------------------------------------------------------
 
 

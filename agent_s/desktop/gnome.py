@@ -115,6 +115,7 @@ class GnomeBackend(BackendBase):
         self.launcher = list(launcher)
         self.display = self.env.get("WAYLAND_DISPLAY", "")
         self._session = MutterSession(self.env)
+        self._windows = gnome_windows.WindowReader(self.env)
         self._monitors: list[MutterMonitor] = []
         self._down: list[int] = []  # keysyms held down
         try:
@@ -135,6 +136,7 @@ class GnomeBackend(BackendBase):
             for sym in reversed(self._down):
                 self._key(sym, False)
         self._down = []
+        self._windows.close()
         self._session.close()
 
     def _check_alive(self) -> None:
@@ -414,7 +416,7 @@ class GnomeBackend(BackendBase):
         boxes are unknown on GNOME Wayland (0 by 0). None when there is no accessibility bus
         (``window_problem`` says why)."""
         try:
-            found = gnome_windows.windows()
+            found = self._windows.windows()
         except AccessibilityUnavailable as err:
             self.window_problem = f"{err}; screenshots, clicks, keys and text still work"
             return []

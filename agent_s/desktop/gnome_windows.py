@@ -14,12 +14,24 @@ mutter's focus-stealing prevention, but the shell's "cycle windows backward" sho
 last above, so at most one press per window brings any of them forward. A session that
 rebinds or disables that shortcut cannot activate windows this way (``activate`` then says
 the window was not activated; clicks on a visible window still work).
+
+libatspi reads the bus it bound to first and cannot move to another: a process that read
+another desktop's tree before (an MCP server, a test session) reads this one's windows through
+``WindowReader``, a child process of its own on this session's bus (``python -m
+agent_s.desktop.gnome_windows``: one line asked, one JSON line answered; it ends when its
+input closes, so with the process that started it).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import IO, Any, cast
 
 from agent_s.desktop.atspi import ATSPI_LOCK, AccessibilityUnavailable, bindings
 from agent_s.desktop.base import WindowInfo
@@ -70,6 +82,74 @@ def windows() -> list[WindowInfo]:
     return found
 
 
+class WindowReader:
+    """The session's windows: read in this process while its AT-SPI reads this session's bus,
+    else in a child process on it (see the module)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+        self._child: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def windows(self) -> list[WindowInfo]:
+        if self._child is None:
+            try:
+                return windows()
+            except AccessibilityUnavailable as err:
+                if err.reason != "bound to another desktop":
+                    raise
+        return self._ask()
+
+    def _ask(self) -> list[WindowInfo]:
+        with self._lock:
+            child = self._child
+            if child is None or child.poll() is not None:
+                child = self._child = subprocess.Popen(
+                    [sys.executable, "-m", __name__],
+                    env=self.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+            requests, answers = cast(IO[str], child.stdin), cast(IO[str], child.stdout)
+            try:
+                requests.write("windows\n")
+                requests.flush()
+                line = answers.readline()
+            except OSError as err:
+                raise AccessibilityUnavailable(
+                    f"the window reader stopped: {err}", reason="no accessibility bus"
+                ) from err
+        answer = json.loads(line) if line else {"error": "the window reader stopped"}
+        if "error" in answer:
+            raise AccessibilityUnavailable(str(answer["error"]), reason="no accessibility bus")
+        return [WindowInfo(**fields) for fields in answer["windows"]]
+
+    def close(self) -> None:
+        with self._lock:
+            child, self._child = self._child, None
+        if child is not None:
+            with contextlib.suppress(OSError):
+                cast(IO[str], child.stdin).close()
+            try:
+                child.wait(5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
+
+def _serve(requests: IO[str], answers: IO[str]) -> None:
+    """The child's side: a JSON line of windows (or of the error) per line asked."""
+    for _ in requests:
+        try:
+            answer: dict[str, Any] = {"windows": [asdict(w) for w in windows()]}
+        except AccessibilityUnavailable as err:
+            answer = {"error": str(err)}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
 def window_id(pid: int, number: int) -> int:
     """An id for an application's ``number``-th frame, the same from one listing to the next
     while its windows stay open."""
@@ -84,4 +164,7 @@ def _safe(call: Any) -> Any:
         return None
 
 
-__all__ = ["CYCLE_KEYS", "AccessibilityUnavailable", "window_id", "windows"]
+__all__ = ["CYCLE_KEYS", "AccessibilityUnavailable", "WindowReader", "window_id", "windows"]
+
+if __name__ == "__main__":
+    _serve(sys.stdin, sys.stdout)
