@@ -121,7 +121,9 @@ class WindowReader:
                 raise AccessibilityUnavailable(
                     f"the window reader stopped: {err}", reason="no accessibility bus"
                 ) from err
-        answer = json.loads(line) if line else {"error": "the window reader stopped"}
+        answer: dict[str, Any] = (
+            json.loads(line) if line else {"error": "the window reader stopped"}
+        )
         if "error" in answer:
             raise AccessibilityUnavailable(str(answer["error"]), reason="no accessibility bus")
         return [WindowInfo(**fields) for fields in answer["windows"]]
