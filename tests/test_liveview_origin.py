@@ -125,6 +125,8 @@ def test_a_page_elsewhere_with_the_token_cannot_drive_the_run(
             wait_until(lambda: _page_state(page)["state"] == "running", 15, "the page")
             _press(page, "pause")
             wait_until(lambda: control.state == "paused", 10, "paused by the page")
+            # the page enables Resume once the view told it the run is paused
+            wait_until(lambda: _page_state(page)["state"] == "paused", 10, "the page paused")
             _press(page, "resume")
             wait_until(lambda: control.state == "running", 10, "resumed by the page")
 
