@@ -187,18 +187,7 @@ def test_drag_presses_moves_and_releases(gnome: GnomeBackend, probe: FullScreenP
 
 
 def test_scroll_vertical_and_horizontal(gnome: GnomeBackend, probe: FullScreenProbe) -> None:
-    at = probe.point("canvas")
-    gnome.scroll(at, 3)
-    gnome.scroll(at, -2)
-    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "scroll"]) >= 5)
-    assert [e["direction"] for e in events if e["type"] == "scroll"] == ["up"] * 3 + ["down"] * 2
-    probe.reset()
-    gnome.scroll(at, 2, horizontal=True)
-    gnome.scroll(at, -1, horizontal=True)
-    events = probe.wait_for(lambda ev: len([e for e in ev if e["type"] == "scroll"]) >= 3)
-    sideways = [e["direction"] for e in events if e["type"] == "scroll"]
-    assert set(sideways) == {"left", "right"}
-    assert sideways[0] == sideways[1] != sideways[2]
+    backend_checks.scroll_both_ways(gnome, probe)
 
 
 # -- keyboard and text ------------------------------------------------------------------------

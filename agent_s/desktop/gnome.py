@@ -49,7 +49,7 @@ from agent_s.errors import ActionExecutionError, DisplayUnavailableError
 #: evdev button codes
 BUTTON_CODES = {"left": 0x110, "right": 0x111, "middle": 0x112}
 SHELL = "org.gnome.Shell"
-PRESS_PAUSE = 0.05  # between the motion before a press and the press (GTK4 dialogs)
+PRESS_PAUSE = 0.05  # between the motion before a press (or a wheel) and it (GTK4 dialogs)
 KEY_PAUSE = 0.004  # between typed keys: mutter's virtual keyboard takes them in order
 CYCLE_WAIT = 0.5  # for the shell to activate the next window after a cycling shortcut
 # mutter handles the shortcut's key releases after it switched windows: input sent sooner went
@@ -244,6 +244,10 @@ class GnomeBackend(BackendBase):
         self._session.session_call("NotifyPointerButton", "(ib)", BUTTON_CODES[button], down)
 
     def _wheel(self, clicks: int, horizontal: bool) -> None:
+        # As a press: wheel notches sent with the motion that brought the pointer over a
+        # window reached it before the window knew the pointer was there, and were lost.
+        self._pointer_to(self._pointer)
+        time.sleep(PRESS_PAUSE)
         # The axis grows down and right: a notch up is negative.
         self._session.session_call(
             "NotifyPointerAxisDiscrete",
