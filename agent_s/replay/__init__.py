@@ -1,7 +1,8 @@
 """Replay and workflows: a recorded run carried out again, every target grounded again on the
 screen as it is now, with no model unless it diverges and ``--heal`` hands the rest to the agent.
 
-``player`` (``replay``, ``Replayer``, ``ReplayResult``: a run's actions carried out again),
+``script`` (``Script``, ``script_of``: the recorded steps to carry out again), ``player``
+(``replay``, ``Replayer``, ``ReplayResult``: a script carried out on the desktop),
 ``workflow`` (``Workflow``: a run kept in memory with its values as parameters, run again with
 new ones), ``reuse`` (``Reuse``: the ``Agent`` option that replays a verified workflow a new
 task matches before the model is asked, and asks it only from the first divergence).

@@ -45,17 +45,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict
 from typing_extensions import Unpack
 
 from agent_s.actions import (
     Action,
-    AskUserAction,
     CallCodeAgentAction,
     DoneAction,
     FailAction,
@@ -66,15 +64,14 @@ from agent_s.actions import (
     SwitchApplicationsAction,
     TypeAction,
     WaitAction,
-    parse_action,
 )
 from agent_s.actions.models import ActionModel
 from agent_s.desktop.base import DesktopBackend, WindowInfo
 from agent_s.desktop.ops import Point
 from agent_s.desktop.watch import FieldReader, await_typed
-from agent_s.errors import ActionParseError, AgentSError, describe_error
+from agent_s.errors import AgentSError, describe_error
 from agent_s.grounding import Grounder, GroundingChain, GroundingResult, Observation
-from agent_s.grounding.locate import build_grounder, literal_point
+from agent_s.grounding.locate import build_grounder
 from agent_s.models.factory import build_provider
 from agent_s.record.result import (
     Cause,
@@ -85,8 +82,14 @@ from agent_s.record.result import (
     error_ending,
     final_ending,
 )
-from agent_s.record.step import Step, call_text
-from agent_s.record.trajectory import Trajectory, load_trajectory
+from agent_s.record.step import Step
+from agent_s.replay.script import (
+    Script,
+    ScriptStep,
+    parse_action_data,
+    script_of,
+    with_fields,
+)
 from agent_s.safety.gate import Approver
 from agent_s.settings.config import AgentConfig, GroundingConfig, ModelConfig
 
@@ -96,8 +99,6 @@ if TYPE_CHECKING:
 #: How long a step waits for its recorded window to be the active one.
 WAIT_SECONDS = 10.0
 _POLL = 0.1
-#: Grounders whose point is the model's own coordinates (or a replay's recorded point).
-_PINNED_GROUNDERS = frozenset({"native", "point", "recorded"})
 #: The model configured when replaying without one: never called (see ``_offline_model``).
 _NO_MODEL = "none (replay)"
 
@@ -105,37 +106,6 @@ DivergenceKind = Literal[
     "window", "not_found", "refused", "failed", "screen_size", "check", "needs_model", "coordinates"
 ]
 ReplayStatus = Literal["replayed", "diverged", "healed", "heal_failed", "stopped"]
-
-
-class ScriptStep(BaseModel):
-    """One recorded step to replay: its number in the recording, its action (set-of-marks
-    targets already turned into the marks' text), the active window when it was recorded
-    (``"App: title"``), the screenshot's size, and per target the recorded screen point to
-    use as it is (the model's own coordinates), or None to ground the description again."""
-
-    model_config = ConfigDict(frozen=True)
-
-    step: int
-    action: Action
-    window: str | None = None
-    screen: tuple[int, int] = (0, 0)
-    pinned: tuple[tuple[int, int] | None, ...] = ()
-
-    @property
-    def text(self) -> str:
-        return call_text(self.action)
-
-
-class Script(BaseModel):
-    """What a replay carries out: a recorded run's task and the steps that did something."""
-
-    model_config = ConfigDict(frozen=True)
-
-    task: str
-    source: str = ""  # the recorded run's folder
-    model: str = ""  # the model that recorded it
-    steps: tuple[ScriptStep, ...] = ()
-    skipped: tuple[str, ...] = ()  # recorded steps left out, and why
 
 
 @dataclass(frozen=True)
@@ -217,107 +187,6 @@ class ReplayResult:
             "divergence": self.divergence.to_json() if self.divergence else None,
             "result": self.run.to_json(),
         }
-
-
-# -- from a recording to a script -----------------------------------------------------------------
-
-
-def script_of(recording: Trajectory | Path | str) -> Script:
-    """The steps of a recorded run to replay: those that went well (outcome ok, or the final
-    done / fail), in order. Steps that only talked to the model (a question to the user, the
-    note a replay left where it diverged) and steps that failed or were refused are left out,
-    each noted in ``skipped``."""
-    trajectory = recording if isinstance(recording, Trajectory) else load_trajectory(recording)
-    task = str(trajectory.run.get("task") or (trajectory.result.task if trajectory.result else ""))
-    if not task:
-        raise ValueError(f"{trajectory.folder} has no task in run.json: not a recorded run")
-    steps: list[ScriptStep] = []
-    skipped: list[str] = []
-    for recorded in trajectory.steps:
-        action = _action_of(recorded)
-        if action is None:
-            skipped.append(f"step {recorded.step}: no action")
-            continue
-        if recorded.outcome not in ("ok", "terminal"):
-            skipped.append(f"step {recorded.step}: {recorded.outcome} ({recorded.action_text})")
-            continue
-        if isinstance(action, AskUserAction):
-            skipped.append(f"step {recorded.step}: a question to the user")
-            continue
-        if isinstance(action, SaveToKnowledgeAction) and recorded.chosen_by == "replay":
-            skipped.append(f"step {recorded.step}: a replay's note to the model")
-            continue
-        action, pinned = _targets_of(recorded, action)
-        steps.append(
-            ScriptStep(
-                step=recorded.step,
-                action=action,
-                window=recorded.active_window,
-                screen=recorded.screen,
-                pinned=pinned,
-            )
-        )
-    model = str(trajectory.run.get("model") or "")
-    return Script(
-        task=task,
-        source=str(trajectory.folder),
-        model=model,
-        steps=tuple(steps),
-        skipped=tuple(skipped),
-    )
-
-
-def _action_of(recorded: Step) -> Action | None:
-    if recorded.action is not None:
-        return recorded.action
-    if not recorded.action_text:
-        return None
-    try:
-        return parse_action(recorded.action_text)
-    except ActionParseError:
-        return None
-
-
-def _targets_of(
-    recorded: Step, action: Action
-) -> tuple[Action, tuple[tuple[int, int] | None, ...]]:
-    """The action with each mark replaced by the mark's text, and the recorded screen point of
-    each target given as coordinates (None for a description to ground again)."""
-    marks = {entry.number: entry for entry in recorded.marks}
-    updates: dict[str, Any] = {}
-    for description, mark, _ in action.marked:
-        number = getattr(action, mark)
-        if number is None:
-            continue
-        entry = marks.get(number)
-        text = entry.text.strip() if entry is not None else ""
-        # a mark with no words is found again at its recorded point (if the screen matches)
-        updates[mark] = None
-        updates[description] = text or f"mark {number}"
-    if updates:
-        action = _with(action, updates)
-    pinned: list[tuple[int, int] | None] = []
-    for index, target in enumerate(action.targets()):
-        grounding = recorded.grounding[index] if index < len(recorded.grounding) else None
-        coordinates = literal_point(target.text) is not None or target.text.startswith("mark ")
-        if grounding is not None and grounding.grounder in _PINNED_GROUNDERS:
-            coordinates = True
-        if coordinates and grounding is not None and grounding.point is not None:
-            pinned.append(grounding.point)
-        else:
-            pinned.append(None)
-    return action, tuple(pinned)
-
-
-def _with(action: ActionModel, updates: Mapping[str, Any]) -> Action:
-    """A copy of ``action`` with these fields changed, validated again."""
-    data = {**action.model_dump(), **updates}
-    return parse_action_data(data)
-
-
-def parse_action_data(data: Mapping[str, Any]) -> Action:
-    """An action from its JSON fields (``{"action": "click", ...}``), validated."""
-    return ScriptStep.model_validate({"step": 0, "action": dict(data)}).action
 
 
 # -- replaying ------------------------------------------------------------------------------------
@@ -542,7 +411,7 @@ class Player:
         comes at once."""
         action = self._pinned(planned)
         if isinstance(action, TypeAction) and action.text and action.enter:
-            typed = self.agent.step(given=_with(action, {"enter": False}), by="replay")
+            typed = self.agent.step(given=with_fields(action, {"enter": False}), by="replay")
             yield typed
             if typed.outcome != "ok":
                 return
@@ -574,7 +443,7 @@ class Player:
                 )
                 self.grounder.pins[expression] = (Point(point[0], point[1]), evidence)
                 updates[name] = expression
-            action = _with(action, updates)
+            action = with_fields(action, updates)
         return action
 
     def _after(self, planned: ScriptStep, step: Step) -> Divergence | None:
