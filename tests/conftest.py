@@ -19,6 +19,7 @@ failure to start the desktop is an error.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -45,10 +46,24 @@ APPS_DIR = Path(__file__).parent / "apps"
 # the desktop's environment, which copies this) learn in a file of this session, never in the
 # user's own; a process given neither keeps it in its HOME's data folder
 _MEMORY = Path(tempfile.mkdtemp(prefix="agent-s-memory-"))
-os.environ.setdefault("AGENT_S_MEMORY_DB", str(_MEMORY / "memory.sqlite3"))
+atexit.register(shutil.rmtree, _MEMORY, ignore_errors=True)
+os.environ["AGENT_S_MEMORY_DB"] = str(_MEMORY / "memory.sqlite3")
 # and seal them with a key of this session (agent_s.guards.trust), never the user's own
-os.environ.setdefault("AGENT_S_MEMORY_KEY", str(_MEMORY / "memory.key"))
+os.environ["AGENT_S_MEMORY_KEY"] = str(_MEMORY / "memory.key")
 PROBE = APPS_DIR / "probe_tk.py"
+
+
+@pytest.fixture(autouse=True)
+def _memory_of_its_own() -> None:
+    """Each test starts with the session's memory file empty: a run whose check passed leaves a
+    verified skill there, which a later run of the same task with other values replays by
+    default (agent_s.replay.reuse), so one test would otherwise change what the next one's
+    model is asked. Processes started with ``tests/clean_env.py``'s environment or the
+    desktop's use this file too."""
+    for name in ("memory.sqlite3", "memory.sqlite3-wal", "memory.sqlite3-shm"):
+        (_MEMORY / name).unlink(missing_ok=True)
+
+
 NO_XVFB = (
     "Xvfb is not installed: desktop tests need a virtual X display "
     "(apt-get install xvfb xauth openbox dbus-x11 at-spi2-core xdotool xclip)"

@@ -9,7 +9,6 @@ is strict (every step used, none beyond), as is the judge's script.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from escapes import outside_tmp
 from PIL import Image
 from ray_cluster import ray_cluster
@@ -36,11 +36,7 @@ from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
-}
+_CLEAN = clean_env("DISPLAY", "XAUTHORITY")
 JUDGE_SYSTEM = "You judge the work of an agent"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import MEMORY_VARIABLES, clean_env
 from PIL import Image
 from scripted_cli import UNREACHABLE, key_file, model_options
 
@@ -22,11 +23,7 @@ from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
-}
+_CLEAN = clean_env("DISPLAY", "XAUTHORITY")
 _NO_DISPLAY = {**_CLEAN, "DISPLAY": ":999"}  # a display that does not exist: never touched
 
 
@@ -562,9 +559,8 @@ def _as_nobody(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs agent-s as another user: needs root")
 def test_a_home_that_cannot_be_written_takes_one_fix(tmp_path: Path) -> None:
-    env = {
-        k: v for k, v in _CLEAN.items() if not k.startswith("XDG_") and k != "PYTEST_XDIST_WORKER"
-    }
+    drop = ("PYTEST_XDIST_WORKER", *MEMORY_VARIABLES)  # nobody's memory is in its HOME too
+    env = {k: v for k, v in _CLEAN.items() if not k.startswith("XDG_") and k not in drop}
     env["HOME"] = "/nonexistent"  # nobody's HOME: it cannot be made
     env["AGENT_S_COMPATIBLE_API_KEY"] = "sk-first-hour-SECRET"
     with ScriptedModelServer([]) as server:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 import pexpect
 import psutil
 import pytest
+from clean_env import clean_env
 from PIL import Image
 from scripted_cli import key_file, run_options
 
@@ -50,11 +50,7 @@ def act(code: str) -> str:
 
 def environment(tmp_path: Path, desktop: Any = None, **extra: str) -> dict[str, str]:
     """The user's environment: no AGENT_S_* settings, an empty config file, a colour terminal."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENT_S_") and k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS")
-    }
+    env = clean_env("NO_COLOR", "FORCE_COLOR", "COLUMNS")
     config = tmp_path / "config.toml"
     config.write_text("")
     env.update(AGENT_S_CONFIG=str(config), TERM="xterm-256color")

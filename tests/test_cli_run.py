@@ -4,7 +4,6 @@ interrupted (SIGINT -> cancelled, 130) or killed (SIGKILL -> every finished step
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from scripted_cli import run_options
 from typer.testing import CliRunner
 
@@ -24,7 +24,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 KEY = "sk-cli-SECRET-abcdef0123456789"
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 
 
 def act(code: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from scripted_cli import run_options
 from typer.testing import CliRunner
 
@@ -27,7 +28,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 pytestmark = pytest.mark.desktop
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 
 
 def act(code: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import anthropic
 import openai
 import pytest
 from anthropic.types import MessageParam
+from clean_env import clean_env
 from openai.types.chat import ChatCompletionMessageParam
 from PIL import Image
 from pydantic import TypeAdapter
@@ -29,7 +29,7 @@ from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
 pytestmark = pytest.mark.desktop
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 # what OSWorld's runner (lib_run_single) writes per step
 OSWORLD_FIELDS = {
     "step_num",

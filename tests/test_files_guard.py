@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -36,7 +37,7 @@ from agent_s.report.pages import write_report
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
 SECRET = b"\x89PNG\r\n\x1a\n-----BEGIN OPENSSH PRIVATE KEY----- attacker-wants-this 0123456789"
 BASHRC = "# the user's ~/.bashrc\nexport PATH=$HOME/bin:$PATH\n"
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 
 
 def _png(colour: str = "white") -> bytes:

@@ -25,6 +25,7 @@ from typing import Any
 import backend_checks
 import psutil
 import pytest
+from clean_env import clean_env
 from conftest import AppRunner, Probe, app_runner
 from polling import wait_until as _wait
 from scripted_cli import model_options
@@ -59,12 +60,7 @@ NO_GNOME = (
     "(scripts/setup.sh --desktops)"
 )
 pytestmark = [pytest.mark.desktop, pytest.mark.skipif(bool(_MISSING), reason=NO_GNOME)]
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_")
-    and k not in ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "OPENAI_API_KEY")
-}
+_CLEAN = clean_env("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "OPENAI_API_KEY")
 
 
 def act(code: str) -> str:
@@ -416,8 +412,9 @@ for i in range(d.get_child_count()):
 """
 
 
-def _run_on_gnome(url: str) -> list[str]:
-    """``agent-s run`` with the scripted model at ``url`` on a fresh virtual GNOME desktop."""
+def _run_on_gnome(url: str, runs: Path) -> list[str]:
+    """``agent-s run`` with the scripted model at ``url`` on a fresh virtual GNOME desktop,
+    recording in ``runs``."""
     return [
         AGENT_S,
         "run",
@@ -429,6 +426,8 @@ def _run_on_gnome(url: str) -> list[str]:
         "gnome",
         "--safety",
         "auto",
+        "--record",
+        str(runs),
     ]
 
 
@@ -447,7 +446,7 @@ def test_a_galculator_task_on_a_virtual_gnome_desktop(tmp_path: Path) -> None:
     with ScriptedModelServer(script) as server:
         done = subprocess.run(
             [
-                *_run_on_gnome(server.openai_base_url),
+                *_run_on_gnome(server.openai_base_url, tmp_path / "runs"),
                 "--check",
                 f"{sys.executable} {reader} | grep -qx 42",
                 "Compute 6*7 on the calculator",
@@ -492,7 +491,7 @@ def test_a_signal_ending_leaves_nothing_of_the_session_running(
 
     with ScriptedModelServer(script) as server:
         run = subprocess.Popen(
-            [*_run_on_gnome(server.openai_base_url), "Wait"],
+            [*_run_on_gnome(server.openai_base_url, tmp_path / "runs"), "Wait"],
             env=_CLEAN,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -27,6 +27,7 @@ from typing import Any
 import backend_checks
 import psutil
 import pytest
+from clean_env import clean_env
 from conftest import AppRunner, Probe, app_runner, start_probe
 from polling import wait_until as _wait
 from scripted_cli import model_options
@@ -66,11 +67,7 @@ NO_KWIN = (
     "scripts/setup.sh --desktops)"
 )
 on_kwin = [pytest.mark.desktop, pytest.mark.skipif(bool(_MISSING), reason=NO_KWIN)]
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_") and not k.endswith("_API_KEY")
-}
+_CLEAN = {k: v for k, v in clean_env().items() if not k.endswith("_API_KEY")}
 for _name in ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "DBUS_SESSION_BUS_ADDRESS"):
     _CLEAN.pop(_name, None)
 

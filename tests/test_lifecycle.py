@@ -27,6 +27,7 @@ import psutil
 import pytest
 import Xlib.display
 import Xlib.XK
+from clean_env import clean_env
 from scripted_cli import model_options
 
 from agent_s import lifecycle
@@ -38,7 +39,7 @@ from agent_s.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
 needs_desktop = pytest.mark.desktop  # conftest skips these, saying why, when Xvfb is missing
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 for _name in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS"):
     _CLEAN.pop(_name, None)  # a --virtual run needs no display of ours
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 import pytest
+from clean_env import clean_env
 from polling import wait_until
 from scripted_cli import model_options
 
@@ -512,11 +513,7 @@ def test_moving_the_pointer_during_a_wait_pauses_the_run(
 def cli_view_env(server: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
     """The environment of an ``agent-s run`` whose model is ``server``: no session display,
     no AGENT_S_* of the caller's, HOME in ``tmp_path``."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
-    }
+    env = clean_env("DISPLAY", "XAUTHORITY")
     env.update(
         AGENT_S_BASE_URL=server.openai_base_url,
         AGENT_S_PROVIDER="openai-compatible",
@@ -760,7 +757,7 @@ def test_bench_run_view_serves_the_chosen_task(tmp_path: Path, chromium: DevTool
     def script(request: RecordedRequest) -> Step:
         return reply(act("agent.wait(1)"))
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+    env = clean_env()
     with ScriptedModelServer(script) as server:
         argv = [
             AGENT_S,

@@ -22,6 +22,7 @@ import anyio
 import mcp_types as types
 import psutil
 import pytest
+from clean_env import clean_env
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from PIL import Image
 from scripted_cli import UNREACHABLE, key_file, model_options
@@ -36,7 +37,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 KEY = "sk-mcp-SECRET-0123456789abcdef"
 TOOLS = {"run_task", "ground", "screenshot", "list_trajectories", "read_trajectory"}
 _SESSION = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_") and k not in _SESSION}
+_CLEAN = clean_env(*_SESSION)
 Elicit = Callable[[str, dict[str, Any]], types.ElicitResult]
 
 

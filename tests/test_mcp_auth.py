@@ -26,6 +26,7 @@ import anyio
 import mcp_types as types
 import psutil
 import pytest
+from clean_env import clean_env
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -39,7 +40,7 @@ AGENT_S = str(Path(sys.executable).parent / "agent-s")
 README = Path(__file__).resolve().parent.parent / "README.md"
 KEY = "sk-mcp-auth-SECRET-0123456789abcdef"
 _SESSION = ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_") and k not in _SESSION}
+_CLEAN = clean_env(*_SESSION)
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from modelcheck_scripts import act_reply, battery_script, ground_reply, native_reply
 from typer.testing import CliRunner
 
@@ -29,7 +30,7 @@ MODEL = ["--provider", "openai-compatible", "--model", "scripted-model"]
 
 
 def _env(config: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+    env = clean_env()
     env.pop("OPENAI_API_KEY", None)
     return {**env, "AGENT_S_CONFIG": str(config or os.devnull), "NO_COLOR": "1", "COLUMNS": "200"}
 

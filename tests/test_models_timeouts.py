@@ -5,7 +5,6 @@ file / the variable / the flag, a body cut mid-JSON (retried), and a 5 MB reply 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from scripted_cli import run_options
 
 from agent_s.models import Message, ModelRequest, RetryPolicy, Timeout, build_provider
@@ -24,7 +24,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 KEY = "sk-timeouts-SECRET-0123456789"
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 REQUEST = ModelRequest((Message.text("user", "next action?"),))
 
 

@@ -6,7 +6,6 @@ a real X server with two outputs shows it), with the real effect checked."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 import Xlib.display
 import Xlib.error
 import Xlib.X
+from clean_env import clean_env
 from scripted_cli import key_file, model_options
 from typer.testing import CliRunner
 
@@ -427,7 +427,7 @@ def test_agent_s_run_on_a_virtual_desktop_with_two_monitors(tmp_path: Path) -> N
         reply(act('agent.hotkey(["ctrl", "c"])')),
         reply(act('agent.done(answer="7")')),
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+    env = clean_env()
     env.pop("DISPLAY", None)
     with ScriptedModelServer(script) as server:
         done = subprocess.run(

@@ -16,7 +16,6 @@ account as well:
 from __future__ import annotations
 
 import functools
-import os
 import re
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 
 import pytest
 import typer.main
+from clean_env import clean_env
 from readme_samples import BLOCK, README, assert_printed, samples_after
 
 from agent_s.cli.main import app
@@ -141,7 +141,7 @@ def test_every_setting_is_in_the_readmes_table_with_its_flag_and_variable() -> N
 
 
 def _clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+    env = clean_env()
     for key in ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         env.pop(key, None)
     return {**env, "COLUMNS": "120", "NO_COLOR": "1"}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from polling import poll, wait_until
 from typer.testing import CliRunner
 
@@ -26,7 +27,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 pytestmark = pytest.mark.desktop
 KEY = "sk-replay-test-0000"
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 TASK = "Add milk and eggs to the end of the shopping list and save it"
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+from clean_env import clean_env
 from PIL import Image, ImageChops, ImageDraw, ImageOps
 from scripted_cli import key_file, model_options
 from typer.testing import CliRunner
@@ -53,7 +54,7 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
 ]
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 HOSTILE = "<script>document.title='pwned'</script><img src=\"http://198.51.100.7/x.png\">"
 
 

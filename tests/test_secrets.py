@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from PIL import Image, ImageDraw, ImageFont
 from scripted_cli import run_options
 from typer.testing import CliRunner
@@ -38,7 +39,7 @@ VAULT = "vault-phrase-ocelot-88"  # marked secret by a value file
 WORD = "quokkamarmalade"  # shown on the screen
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 
 
 def act(code: str, thought: str = "Working.") -> str:

@@ -8,13 +8,13 @@ Values are resolved through the functions the commands call (``run_settings``,
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from scripted_cli import run_options
 from typer.testing import CliRunner
 
@@ -28,7 +28,7 @@ from agent_s.settings.read import Settings, load_settings
 from agent_s.testing.scripted_replies import reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 
 
 def _prices(settings: Settings) -> tuple[float | None, float | None]:

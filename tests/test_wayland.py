@@ -26,6 +26,7 @@ from typing import Any
 import backend_checks
 import psutil
 import pytest
+from clean_env import clean_env
 from conftest import AppRunner, Probe, app_runner, start_probe
 from polling import wait_until as _wait
 from test_settle_screen import COUNT, assert_shows
@@ -458,7 +459,7 @@ def test_two_monitors_on_sway(tmp_path: Path) -> None:
 
 @_marks
 def test_doctor_on_a_virtual_wayland_desktop_says_which_backend() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+    env = clean_env()
     for key in ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "OPENAI_API_KEY"):
         env.pop(key, None)
     env["AGENT_S_BACKEND"] = "wayland"

@@ -7,12 +7,12 @@ unknown workflow, an unknown parameter, a run that did not succeed."""
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from polling import poll
 from typer.testing import CliRunner
 
@@ -25,7 +25,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 pytestmark = pytest.mark.desktop
 KEY = "sk-workflow-test-0000"
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 TERMINAL = "agent-s-terminal"
 
 

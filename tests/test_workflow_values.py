@@ -9,7 +9,6 @@ The scripted model answers only the recording: any request from a replay fails t
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from conftest import AppRunner
 from polling import poll
 
@@ -29,11 +29,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 pytestmark = pytest.mark.desktop
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_") and k not in ("DISPLAY", "XAUTHORITY")
-}
+_CLEAN = clean_env("DISPLAY", "XAUTHORITY")
 NAME = "save-note"
 KEY = "sk-workflow-values-0000"
 _STEP_LINE = re.compile(r"^  (\d+) (agent\.\w+)\(", re.MULTILINE)
