@@ -11,10 +11,10 @@ a trajectory folder (``--record DIR``; default ``$AGENT_S_RECORD_DIR`` or
 (or ``[memory] enabled = false``, ``AGENT_S_MEMORY=off``): the prompts show relevant entries of
 earlier runs, and each run's summary, lessons and (when ``--check`` passed) skills are stored
 in ``$AGENT_S_MEMORY_DB`` or ``$XDG_DATA_HOME/agent-s/memory.sqlite3``; a dry run uses none.
-A task that is a verified workflow's task with other values replays that workflow first and
-asks the model only from where it diverges (``--reuse auto``, the default:
-``agent_s.replay.reuse``); ``--check ... --save-workflow NAME`` keeps a run whose check passed
-as such a workflow.
+A task that is a verified workflow's task with other values (else a verified skill's: the
+actions of a run whose check passed) replays it first and asks the model only from where it
+diverges (``--reuse auto``, the default: ``agent_s.replay.reuse``; ``--reuse workflows`` only
+workflows); ``--check ... --save-workflow NAME`` keeps a run whose check passed as a workflow.
 
 Safety (``--safety``, default ``confirm``): actions the mode holds are shown with the exact text
 or code and a marked screen crop, and asked about (y / n / always for this run) when stdin is a
@@ -526,9 +526,10 @@ def run(
     reuse: Annotated[
         str | None,
         typer.Option(
-            help="auto | skills | off: replay a stored, verified workflow the task matches "
-            "(its task with other values) and ask the model only where it diverges; skills: "
-            "else a verified skill of a whole run (default auto).",
+            help="auto | workflows | off: replay a stored, verified workflow the task matches "
+            "(its task with other values), else the verified skill of a run whose check passed, "
+            "and ask the model only where it diverges; workflows: only workflows saved by name "
+            "(default auto).",
         ),
     ] = None,
     save_workflow: Annotated[

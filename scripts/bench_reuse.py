@@ -2,7 +2,7 @@
 did with a check passed is done again by reusing its workflow (``agent_s.replay.reuse``).
 
     .venv/bin/python scripts/bench_reuse.py [--suite smoke] [--out DIR] [--json]
-                                            [--model-seconds S]
+                                            [--model-seconds S] [--keep workflows|skills]
 
 First run: for each task with a reference solution, the agent runs it on the task's own fresh
 virtual desktop (``agent_s.bench.environment.TaskEnvironment``: the task's setup), the scripted
@@ -10,12 +10,16 @@ model server answering each model call with the next line of the reference solut
 ``Agent.run``: screenshots, grounding, the safety gate, the model's HTTP calls, each counted),
 with no reuse; the task's evaluator scores it, and a run it scores 1.0 is saved as a verified
 workflow (the evaluator's check passed: ``Workflow.from_run(..., verified=True)``) in a memory
-file of this benchmark (``--out``'s ``memory.sqlite3``, sealed with its own key).
+file of this benchmark (``--out``'s ``memory.sqlite3``, sealed with its own key). With
+``--keep skills`` nothing is saved by name: the agent runs with that memory and the evaluator as
+its check (``postcondition``), so memory keeps a verified skill of each run the evaluator
+passes, as ``agent-s run --check`` does.
 
 Second run: every task again on a fresh desktop, the text editor's with its values changed
 (``'buy milk'`` becomes ``'buy bread'`` in its instruction, its setup and its evaluator's
 expected file), each agent with ``Agent(reuse=Reuse(store))``: a task that matches a stored
-workflow replays it and asks the model only where it diverges; the scripted server answers
+workflow (else a verified skill: ``--reuse auto``, the default) replays it and asks the model
+only where it diverges; the scripted server answers
 whatever is asked with the reference's lines, in order, and counts the calls. Each phase runs
 in a process of its own (AT-SPI binds a process to one desktop's accessibility bus). Wall time
 is ``Agent.run``'s, without the desktop's start and the setup, which both runs share.
@@ -44,9 +48,12 @@ _CHANGED = "c41e8d95-2b7a-4f6c-a1d3-9e5b0f7c8d04"
 _OLD, _NEW = "buy milk", "buy bread"
 
 
-def phase(task_path: str, domain: str, kind: str, folder: Path, delay: float) -> dict[str, Any]:
+def phase(
+    task_path: str, domain: str, kind: str, folder: Path, delay: float, keep: str = "workflows"
+) -> dict[str, Any]:
     """One run of one task in this process: ``kind`` "first" (no reuse; a run the evaluator
-    scores 1.0 is saved as a verified workflow) or "second" (reusing the stored workflows)."""
+    scores 1.0 is kept: saved as a verified workflow, or with ``keep`` "skills" learned by
+    memory as a verified skill) or "second" (reusing what the first kept)."""
     from agent_s import Agent, AgentConfig, GroundingConfig, ModelConfig
     from agent_s.bench.environment import TaskEnvironment
     from agent_s.bench.scoring import evaluate
@@ -77,15 +84,24 @@ def phase(task_path: str, domain: str, kind: str, folder: Path, delay: float) ->
     ):
         model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, _KEY)
         reuse = Reuse(store, say=said.append) if kind == "second" else None
+        learns = kind == "first" and keep == "skills"
         agent = Agent(
             model,
             settings=settings,
             grounding=GroundingConfig("auto"),
             backend=env.backend,
             reuse=reuse,
+            memory=store if learns else None,
         )
+        context = env.context
+
+        def passes() -> bool:  # the evaluator as the run's check, after the model's done
+            if context is None:
+                raise RuntimeError("the task environment has no context")
+            return evaluate(task, "DONE", context, env.run_steps).value == 1.0
+
         start = time.monotonic()
-        result = agent.run(task.instruction)
+        result = agent.run(task.instruction, postcondition=passes if learns else None)
         seconds = time.monotonic() - start
         folder_run = result.trajectory_dir
         steps = load_trajectory(folder_run).steps if folder_run is not None else []
@@ -94,8 +110,14 @@ def phase(task_path: str, domain: str, kind: str, folder: Path, delay: float) ->
         score = evaluate(
             task, last_action(steps[-1].code if steps else None), env.context, env.run_steps
         )
-        saved = None
-        if kind == "first" and score.value == 1.0 and result.succeeded and folder_run:
+        saved = "skill" if learns and result.verified else None
+        if (
+            kind == "first"
+            and not learns
+            and score.value == 1.0
+            and result.succeeded
+            and folder_run
+        ):
             name = f"smoke-{task.id[:8]}"
             try:
                 Workflow.from_run(folder_run, name, verified=True).save(store, replace=True)
@@ -147,11 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model-seconds", type=float, default=0.0, help="The scripted model's time per call."
     )
-    parser.add_argument("--phase", nargs=5, help=argparse.SUPPRESS)  # the child's arguments
+    parser.add_argument(
+        "--keep",
+        choices=("workflows", "skills"),
+        default="workflows",
+        help="What the first run keeps of a run its evaluator passes: a workflow saved by name, "
+        "or the skill memory learns (no name).",
+    )
+    parser.add_argument("--phase", nargs=6, help=argparse.SUPPRESS)  # the child's arguments
     given = parser.parse_args(argv)
     if given.phase:
-        task_path, domain, kind, folder, delay = given.phase
-        print(json.dumps(phase(task_path, domain, kind, Path(folder), float(delay))))
+        task_path, domain, kind, folder, delay, keep = given.phase
+        print(json.dumps(phase(task_path, domain, kind, Path(folder), float(delay), keep)))
         return 0
 
     from agent_s.bench.tasks import load_suite
@@ -161,16 +190,16 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     # a memory file and a key of this benchmark's own: never the user's
     env = {**os.environ, "AGENT_S_MEMORY_KEY": str(out / "memory.key")}
-    delay = str(given.model_seconds)
+    delay, keep = str(given.model_seconds), given.keep
     rows = []
     for task in [t for t in tasks if t.reference]:
         first = _in_process(
-            [str(task.path), task.domain, "first", str(out / "first" / task.id), delay], env
+            [str(task.path), task.domain, "first", str(out / "first" / task.id), delay, keep], env
         )
         rows.append({"task": task.id, "domain": task.domain, "first": first})
     for row, task in zip(rows, [t for t in tasks if t.reference], strict=True):
         path = _changed(Path(task.path), out) if task.id == _CHANGED else Path(task.path)
-        args = [str(path), task.domain, "second", str(out / "second" / task.id), delay]
+        args = [str(path), task.domain, "second", str(out / "second" / task.id), delay, keep]
         row["second"] = _in_process(args, env)
         row["changed"] = f"{_OLD!r} -> {_NEW!r}" if task.id == _CHANGED else None
         if given.json:

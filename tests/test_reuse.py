@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from polling import poll
 from scripted_cli import model_options
 from typer.testing import CliRunner
@@ -32,7 +32,7 @@ from agent_s.testing.scripted_server import ScriptedModelServer
 
 pytestmark = pytest.mark.desktop
 KEY = "sk-reuse-test-0000"
-_CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_S_")}
+_CLEAN = clean_env()
 TASK = "In the text editor, replace all the text of todo.txt with the single line '{}' and save it."
 
 
@@ -157,14 +157,14 @@ def test_a_run_whose_check_passed_teaches_a_skill_a_later_task_replays(
     apps: Any, x11: Any, tmp_path: Path
 ) -> None:
     """No --save-workflow: memory keeps the action sequence of a run whose check passed as a
-    verified skill; a later task with other values replays it with --reuse skills, and only
-    then (auto reuses the workflows the user saved)."""
+    verified skill; a later task with other values replays it (--reuse auto, the default);
+    --reuse workflows reuses only the workflows the user saved."""
     doc = mousepad(apps, x11, tmp_path)
     by_the_model(x11, tmp_path, doc, "buy milk")
-    auto = by_the_model(x11, tmp_path, doc, "buy tea")
-    assert "reusing" not in auto.stderr
+    workflows = by_the_model(x11, tmp_path, doc, "buy tea", "--reuse", "workflows")
+    assert "reusing" not in workflows.stderr
     with ScriptedModelServer([]) as server:
-        again = run(x11, tmp_path, server.openai_base_url, "buy bread", doc, "--reuse", "skills")
+        again = run(x11, tmp_path, server.openai_base_url, "buy bread", doc)
     assert again.exit_code == 0, again.output
     assert server.requests == []
     assert saved(doc, "buy bread")
@@ -276,3 +276,96 @@ def test_a_run_that_diverges_asks_the_model_from_the_divergence_on(
     assert again.reused is not None
     assert again.reused["workflow"] == "times-12"
     assert again.reused["model"] == []
+
+
+def test_replayed_steps_keep_to_the_run_s_time_limit(apps: Any, x11: Any, tmp_path: Path) -> None:
+    """A replay is no way around ``[limits] max_seconds``: the limit is checked before each
+    replayed step as before each step the model chooses, and the run ends at it."""
+    apps(["galculator"], window="galculator")
+    x11.activate("galculator")
+    task = "Use the calculator to compute {} × {}."
+    clicks = ["the AC button", "the 7 button", "the * button", "the 6 button", "the = button"]
+    script = [reply(act(f"agent.click({c!r})")) for c in clicks] + [reply(act("agent.done()"))]
+    db = tmp_path / "memory.sqlite3"
+
+    def agent(server: ScriptedModelServer, store: MemoryStore | None, limit: float | None) -> Agent:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        settings = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=0.5, max_seconds=limit)
+        reuse = Reuse(store, wait_seconds=3) if store is not None else None
+        grounding = GroundingConfig("auto")
+        return Agent(model, settings=settings, grounding=grounding, backend=x11, reuse=reuse)
+
+    with ScriptedModelServer(script) as server:
+        first = agent(server, None, None).run(task.format(7, 6))
+    assert first.status.value == "succeeded", first
+    assert first.trajectory_dir is not None
+    with MemoryStore(db) as store:
+        Workflow.from_run(first.trajectory_dir, "multiply", verified=True).save(store)
+
+    with ScriptedModelServer([]) as server, MemoryStore(db) as store:
+        result = agent(server, store, 0.5).run(task.format(8, 3))
+        assert server.requests == []
+    assert result.status.value == "budget_exceeded", result
+    assert "the time limit of 0.5 s was reached" in result.reason
+    assert result.reused is not None
+    assert 1 <= len(result.reused["replayed"]) < 6  # not every step of the workflow
+    assert len(load_trajectory(result.trajectory_dir).steps) == len(result.reused["replayed"])
+
+
+def test_a_replay_asks_the_model_for_an_answer_the_recorded_run_read_from_its_screen(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    """A run that answered (``done(answer="42")``) teaches memory a skill that keeps that it
+    answered; a task with other values replays its clicks but never claims the old answer: the
+    model is asked once, for the answer this screen shows."""
+    apps(["galculator"], window="galculator")
+    x11.activate("galculator")
+    x11.clipboard_set("")
+    task = "Use the calculator to compute {} × {}, copy the result and tell me what it is."
+    clicks = ["the AC button", "the 7 button", "the * button", "the 6 button", "the = button"]
+    script = [reply(act(f"agent.click({c!r})")) for c in clicks]
+    script += [reply(act('agent.hotkey(["ctrl", "c"])')), reply(act('agent.done(answer="42")'))]
+    settings = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=0.5)
+    db = tmp_path / "memory.sqlite3"
+
+    def agent(server: ScriptedModelServer, store: MemoryStore, learns: bool) -> Agent:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        return Agent(
+            model,
+            settings=settings,
+            grounding=GroundingConfig("auto"),
+            backend=x11,
+            memory=store if learns else None,
+            reuse=Reuse(store, wait_seconds=3),
+        )
+
+    def copied(value: str) -> bool:
+        return x11.clipboard_get().strip() == value
+
+    with ScriptedModelServer(script) as server, MemoryStore(db) as store:
+        first = agent(server, store, True).run(
+            task.format(7, 6), postcondition=lambda: copied("42")
+        )
+    assert first.verified, first
+    assert first.answer == "42"
+
+    x11.clipboard_set("")
+    with (
+        ScriptedModelServer([reply(act('agent.done(answer="24")'))]) as server,
+        MemoryStore(db) as store,
+    ):
+        result = agent(server, store, False).run(
+            task.format(8, 3), postcondition=lambda: copied("24")
+        )
+        sent = json.dumps([request.body for request in server.requests])
+    assert result.verified, result
+    assert result.answer == "24"
+    assert result.model_calls == 1
+    assert result.reused is not None
+    assert result.reused["workflow"].startswith("skill-")
+    assert result.reused["divergence"]["kind"] == "needs_model"
+    assert result.reused["replayed"] == [1, 2, 3, 4, 5, 6, 7]  # the clicks, the copy, the note
+    assert result.reused["model"] == [8]
+    assert "the answer is read from this screen" in sent
+    assert 'answer=\\"42\\"' not in sent
+    assert "answer='42'" not in sent

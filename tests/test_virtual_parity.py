@@ -13,7 +13,6 @@ window is active, so both desktops are read the same way after the agent is done
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clean_env import clean_env
 from scripted_cli import key_file, model_options
 
 from agent_s.desktop.virtual import VirtualDesktop
@@ -30,12 +30,7 @@ from agent_s.testing.scripted_replies import Step, reply
 from agent_s.testing.scripted_server import ScriptedModelServer
 
 AGENT_S = str(Path(sys.executable).parent / "agent-s")
-_CLEAN = {
-    k: v
-    for k, v in os.environ.items()
-    if not k.startswith("AGENT_S_")
-    and k not in ("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
-}
+_CLEAN = clean_env("DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
 _BUTTONS = ["the 7 button", "the * button", "the 6 button", "the = button"]
 _CLIPBOARD = "42 is the answer"
 # What the check command records, on whichever desktop the run used.
@@ -82,6 +77,8 @@ def _run(tmp_path: Path, env: dict[str, str], *, virtual: bool) -> tuple[Any, di
                 "--safety",
                 "auto",
                 "--no-code-agent",
+                "--reuse",  # the same task twice: the second would replay the first's skill
+                "off",
                 "--record",
                 str(tmp_path / "runs"),
                 "--check",

@@ -232,6 +232,7 @@ class Agent:
         carry out this action instead of asking the model, chosen ``by`` (``Step.chosen_by``)."""
         if not self._task:
             raise RuntimeError("call start(task) before step()")
+        self._calls.check_time()  # every step's, a replayed or a given one's too
         execute = execute and not self.settings.dry_run
         self._points.before_step()
         self._draft = self._calls.draft = Draft(len(self._steps) + 1)
@@ -384,7 +385,6 @@ class Agent:
             if why := trigger.at_start(self._task):
                 return self.end(self._managed(why, postcondition))
             while len(self._steps) < limit:
-                self._calls.check_time()
                 step = self.step()
                 if step.action is not None and step.terminal is not None:
                     dry_run = self.settings.dry_run

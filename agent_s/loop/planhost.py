@@ -66,7 +66,6 @@ class PlanHost:
     def work(self, text: str, subtask: str, limit: int) -> Step | None:
         self._focus(text, subtask)
         for _ in range(limit):
-            self.agent._calls.check_time()
             step = self.agent.step()
             if step.action is not None and step.terminal is not None:
                 return step

@@ -97,6 +97,9 @@ class Lesson(BaseModel):
         return "\n".join(part for part in (self.worked, self.failed, self.why) if part)
 
 
+ANSWER_OUTPUT = "the run's answer: "  # the outputs line of an action sequence whose run answered
+
+
 class Skill(BaseModel):
     """The exact code of a code-agent step (``python``/``bash``, ``code`` byte for byte) or the
     exact action sequence of a GUI subtask (``actions``: one action call per item), with what
@@ -117,6 +120,15 @@ class Skill(BaseModel):
     @property
     def sha256(self) -> str:
         return code_sha256(self)
+
+    @property
+    def answer(self) -> str | None:
+        """The answer the run of an action sequence ended with (an ``outputs`` line), if any:
+        what the screen showed then, which a replay with other values must read again."""
+        for line in self.outputs:
+            if line.startswith(ANSWER_OUTPUT):
+                return line.removeprefix(ANSWER_OUTPUT)
+        return None
 
     def text(self) -> str:
         return "\n".join([self.description, *self.inputs, *self.outputs, self.check])
@@ -190,6 +202,7 @@ class ImportReport:
 
 
 __all__ = [
+    "ANSWER_OUTPUT",
     "KINDS",
     "Body",
     "Entry",

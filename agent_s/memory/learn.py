@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from agent_s.actions import CallCodeAgentAction
 from agent_s.guards.trust import TrustLevel, trust_level
-from agent_s.memory.entries import Lesson, Provenance, RunSummary, Skill
+from agent_s.memory.entries import ANSWER_OUTPUT, Lesson, Provenance, RunSummary, Skill
 from agent_s.memory.store import MemoryStore
 from agent_s.record.result import RunResult, RunStatus
 from agent_s.record.step import Step, SubStep, code_digest
@@ -356,17 +356,23 @@ def _code_skills(step: Step, task: str, check: str) -> list[Skill]:
     return skills
 
 
-def _action_skill(steps: Sequence[Step], description: str, check: str) -> Skill | None:
+def _action_skill(
+    steps: Sequence[Step], description: str, check: str, answer: str | None = None
+) -> Skill | None:
+    """The action sequence of ``steps``; ``answer``: the one the run ended with (kept as an
+    output line, so a replay knows the run answered: ``Skill.answer``)."""
     done = [s for s in steps if s.outcome in ("ok", "terminal") and s.action_text]
     actions = tuple(s.action_text for s in done if s.terminal is None)
     if not actions or all(_is_code(s) for s in done if s.terminal is None):
         return None
+    outputs = [f"{len(actions)} action(s), each executed once"]
+    outputs += [ANSWER_OUTPUT + _clip(answer, 500)] if answer else []
     return Skill(
         description=_clip(f"actions for: {description}", 500),
         language="actions",
         actions=actions,
         inputs=(f"task: {_clip(description, 500)}",),
-        outputs=(f"{len(actions)} action(s), each executed once",),
+        outputs=tuple(outputs),
         check=_clip(check, 500),
     )
 
@@ -385,7 +391,7 @@ def _skills(
                 found.append((code, (step.step,), result.task, level))
         subtasks = {s.subtask for s in run.steps if s.subtask}
         if not subtasks:
-            skill = _action_skill(run.steps, result.task, proof)
+            skill = _action_skill(run.steps, result.task, proof, result.answer)
             if skill is not None:
                 found.append((skill, tuple(s.step for s in run.steps), result.task, level))
         for name in sorted(subtasks):

@@ -14,12 +14,12 @@ as verified is reused: saved from a run whose check of the user's (``--check``) 
 evaluator's passed in the process that saved it, and sealed by the store's key
 (``agent_s.guards.trust``). A workflow that matches but is unverified (saved from a run folder,
 edited in the file) or tampered with (its body no longer matches its hash) is never reused: the
-run says so, and the model does the task. With ``skills`` (``--reuse skills``), when no workflow
-matches, a verified skill that is a whole run's action sequence (``agent_s.memory.learn`` keeps
-one from each run whose check passed; ``Workflow.from_skill``) is reused the same way, the
-newest first. It is not the default: every run whose check passed leaves one, so a task once
-checked would be replayed from then on without the user asking, and a skill has no recorded
-windows to wait for.
+run says so, and the model does the task. When no workflow matches, a verified skill that is a
+whole run's action sequence (``agent_s.memory.learn`` keeps one from each run whose check
+passed; ``Workflow.from_skill``) is reused the same way, the newest first; it has no recorded
+windows to wait for, so each step grounds its target on the screen as it is then, and where
+one is not found the model takes over. ``workflows`` (``--reuse workflows``,
+``Reuse(skills=False)``) reuses only the workflows saved by name.
 
 The reuse is a collaborator of the loop (``agent_s.loop.collaborators``, the ``lead`` point):
 as ``Agent.run`` begins, the workflow's script, with this task's values, is carried out through
@@ -28,7 +28,9 @@ grounds each target again, the safety gate judges each action), each recorded wi
 ``chosen_by`` ``replay``. Where it diverges (a window that never came, a target not found, a
 refusal, a failed check after ``done``), the model is told what was replayed and where it
 stopped (a ``save_to_knowledge`` step) and carries on in the same run, its steps
-``chosen_by`` ``model``. A recorded ``done`` whose check passes ends the run with no model call.
+``chosen_by`` ``model``. A recorded ``done`` whose check passes ends the run with no model call; one
+that gave an answer is not replayed (the answer was read from the recorded run's screen): the
+model is asked for it, from the screen this run's values made.
 The result says what was reused (``RunResult.reused``).
 """
 
@@ -40,12 +42,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from agent_s.actions import DoneAction
 from agent_s.desktop.base import desktop_home
 from agent_s.loop.collaborators import Collaborator
 from agent_s.memory import MemoryStore, TamperedEntry
 from agent_s.record.result import Ending, Postcondition
 from agent_s.record.step import Step
-from agent_s.replay.player import WAIT_SECONDS, Player, Progress
+from agent_s.replay.player import WAIT_SECONDS, Divergence, Player, Progress
+from agent_s.replay.script import Script, ScriptStep
 from agent_s.replay.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -58,6 +62,7 @@ _KINDS = {
     "text": r"[^\n'\"`\\]+?",
 }
 _SPACE = re.compile(r"\s+")
+REUSE_MODES = ("auto", "workflows", "off")  # --reuse
 _OFF = "--reuse off (Agent(reuse=None)) turns it off"
 
 
@@ -118,7 +123,7 @@ class Match:
 
 
 def find(
-    task: str, store: MemoryStore, say: Callable[[str], None], *, skills: bool = False
+    task: str, store: MemoryStore, say: Callable[[str], None], *, skills: bool = True
 ) -> Match | None:
     """The verified workflow ``task`` matches (when several do, the one with the fewest
     parameters, then the newest), else with
@@ -184,7 +189,7 @@ class Reuse(Collaborator):
         store: MemoryStore | None = None,
         *,
         say: Callable[[str], None] | None = None,
-        skills: bool = False,
+        skills: bool = True,
         wait_seconds: float = WAIT_SECONDS,
     ) -> None:
         self.store, self.wait_seconds, self.skills = store, wait_seconds, skills
@@ -237,9 +242,17 @@ class Reuse(Collaborator):
         }
         player = Player(agent, wait_seconds=self.wait_seconds)
         progress = Progress()
+        script, answered = _answer_read_again(script)
         ending, divergence = player.play(script, progress, postcondition)
         if ending is not None:
             return ending
+        if divergence is None and answered is not None:
+            reason = (
+                "the recorded run answered the task from its screen: the answer is read from "
+                "this screen, which shows this task's values"
+            )
+            number, what = progress.next_step(), "agent.done(answer=...)"  # not the old answer
+            divergence = Divergence(number, what, "needs_model", reason, answered.step)
         if divergence is not None:
             self.record["divergence"] = divergence.to_json()
             self.say(f"the replay diverged at {divergence.describe()}: the model takes over")
@@ -257,16 +270,27 @@ class Reuse(Collaborator):
         return replace(ending, reused=self.record) if self.record is not None else ending
 
 
+def _answer_read_again(script: Script) -> tuple[Script, ScriptStep | None]:
+    """``script`` without its final ``done`` when that gave an answer, and that step: an
+    answer is what the recorded run's screen showed (the result of 7 x 6), which a run with
+    other values must not claim; the model reads it from the screen instead (one call)."""
+    last = script.steps[-1] if script.steps else None
+    if last is None or not isinstance(last.action, DoneAction) or not last.action.answer:
+        return script, None
+    return script.model_copy(update={"steps": script.steps[:-1]}), last
+
+
 def reuse_of(
     mode: str, store: MemoryStore | None, say: Callable[[str], None] | None = None
 ) -> Reuse | None:
-    """The ``--reuse`` option's collaborator: ``auto`` (workflows) or ``skills`` (workflows,
-    then verified skills) with a memory store, else None (``off``, or no memory)."""
-    if mode not in ("auto", "skills", "off"):
-        raise ValueError(f"--reuse {mode}: give auto (the default), skills or off")
+    """The ``--reuse`` option's collaborator: ``auto`` (workflows, then verified skills) or
+    ``workflows`` (only workflows saved by name) with a memory store, else None (``off``, or
+    no memory)."""
+    if mode not in REUSE_MODES:
+        raise ValueError(f"--reuse {mode}: give auto (the default), workflows or off")
     if mode == "off" or store is None:
         return None
-    return Reuse(store, say=say, skills=mode == "skills")
+    return Reuse(store, say=say, skills=mode == "auto")
 
 
-__all__ = ["Match", "Reuse", "find", "reuse_of", "template", "values_for"]
+__all__ = ["REUSE_MODES", "Match", "Reuse", "find", "reuse_of", "template", "values_for"]

@@ -132,7 +132,8 @@ class Workflow(BaseModel):
         if not any(step.action.is_desktop for step in steps):
             return None
         end = (numbers[-1] if numbers else len(steps)) + 1
-        steps.append(ScriptStep(step=max(end, len(steps) + 1), action=DoneAction()))
+        done = DoneAction(answer=skill.answer)  # what the run answered: read again (reuse)
+        steps.append(ScriptStep(step=max(end, len(steps) + 1), action=done))
         script = Script(task=task, source=f"memory entry {entry.id}", model=entry.provenance.model)
         script = script.model_copy(update={"steps": tuple(steps)})
         return cls(
