@@ -369,3 +369,35 @@ def test_a_replay_asks_the_model_for_an_answer_the_recorded_run_read_from_its_sc
     assert "the answer is read from this screen" in sent
     assert 'answer=\\"42\\"' not in sent
     assert "answer='42'" not in sent
+
+
+def test_a_skill_waits_for_the_window_its_run_acted_in(apps: Any, x11: Any, tmp_path: Path) -> None:
+    """A skill keeps the window each action was made in: replayed while another window is in
+    front, it waits for its own, then the model takes over; nothing is typed into the other
+    window and the document is not touched."""
+    doc = mousepad(apps, x11, tmp_path)
+    by_the_model(x11, tmp_path, doc, "buy milk")  # its check passed: memory keeps the skill
+    apps(["galculator"], window="galculator")
+    x11.activate("galculator")
+    x11.clipboard_set("")
+    gave_up = [reply(act('agent.fail(reason="the text editor is not in front")'))]
+    with ScriptedModelServer(gave_up) as server, MemoryStore(tmp_path / "memory.sqlite3") as store:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        agent = Agent(
+            model,
+            settings=AgentConfig(record_dir=tmp_path / "runs"),
+            grounding=GroundingConfig("auto"),
+            backend=x11,
+            reuse=Reuse(store, wait_seconds=2),
+        )
+        result = agent.run(TASK.format("buy bread"))
+    assert result.reused is not None
+    assert result.reused["workflow"].startswith("skill-")
+    divergence = result.reused["divergence"]
+    assert divergence["kind"] == "window"
+    assert divergence["step"] == 1
+    assert "todo.txt" in divergence["reason"]
+    assert result.status.value == "failed"
+    assert doc.read_text().strip() == "buy milk"
+    steps = load_trajectory(result.trajectory_dir).steps
+    assert [s.action_text.split("(")[0] for s in steps] == ["agent.save_to_knowledge", "agent.fail"]

@@ -112,6 +112,9 @@ class Skill(BaseModel):
     language: Literal["python", "bash", "actions"]
     code: str = ""
     actions: tuple[str, ...] = ()
+    # an action sequence's: the window ("App: title") active before each action, "" unknown;
+    # a replay waits for it before acting there (agent_s.replay.workflow.Workflow.from_skill)
+    windows: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     check: str = ""  # the check that passed

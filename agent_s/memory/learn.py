@@ -362,8 +362,9 @@ def _action_skill(
     """The action sequence of ``steps``; ``answer``: the one the run ended with (kept as an
     output line, so a replay knows the run answered: ``Skill.answer``)."""
     done = [s for s in steps if s.outcome in ("ok", "terminal") and s.action_text]
-    actions = tuple(s.action_text for s in done if s.terminal is None)
-    if not actions or all(_is_code(s) for s in done if s.terminal is None):
+    acted = [s for s in done if s.terminal is None]
+    actions = tuple(s.action_text for s in acted)
+    if not actions or all(_is_code(s) for s in acted):
         return None
     outputs = [f"{len(actions)} action(s), each executed once"]
     outputs += [ANSWER_OUTPUT + _clip(answer, 500)] if answer else []
@@ -371,6 +372,7 @@ def _action_skill(
         description=_clip(f"actions for: {description}", 500),
         language="actions",
         actions=actions,
+        windows=tuple(_clip(s.active_window or "", 500) for s in acted),
         inputs=(f"task: {_clip(description, 500)}",),
         outputs=tuple(outputs),
         check=_clip(check, 500),

@@ -16,10 +16,10 @@ evaluator's passed in the process that saved it, and sealed by the store's key
 edited in the file) or tampered with (its body no longer matches its hash) is never reused: the
 run says so, and the model does the task. When no workflow matches, a verified skill that is a
 whole run's action sequence (``agent_s.memory.learn`` keeps one from each run whose check
-passed; ``Workflow.from_skill``) is reused the same way, the newest first; it has no recorded
-windows to wait for, so each step grounds its target on the screen as it is then, and where
-one is not found the model takes over. ``workflows`` (``--reuse workflows``,
-``Reuse(skills=False)``) reuses only the workflows saved by name.
+passed; ``Workflow.from_skill``) is reused the same way, the newest first: each step waits
+for the window its run acted in (the skill keeps them) and grounds its target again, and
+where a window never comes or a target is not found the model takes over. ``workflows``
+(``--reuse workflows``, ``Reuse(skills=False)``) reuses only the workflows saved by name.
 
 The reuse is a collaborator of the loop (``agent_s.loop.collaborators``, the ``lead`` point):
 as ``Agent.run`` begins, the workflow's script, with this task's values, is carried out through

@@ -111,8 +111,9 @@ class Workflow(BaseModel):
         """The workflow of a memory entry that is a whole run's action sequence (a skill
         ``agent_s.memory.learn`` kept from a run whose check passed), then ``done``; None for
         any other entry, or for one with an action that no longer parses or a target given as
-        screen coordinates (only a recording's size and point carry those again). It has no
-        recorded windows to wait for; its provenance is the entry's, as the store trusts it."""
+        screen coordinates (only a recording's size and point carry those again). Its steps wait
+        for the windows the skill recorded (none for a skill learnt before it kept them); its
+        provenance is the entry's, as the store trusts it."""
         skill, task = entry.body, entry.provenance.task
         if not isinstance(skill, Skill) or skill.language != "actions":
             return None
@@ -128,7 +129,8 @@ class Workflow(BaseModel):
             if any(literal_point(target.text) is not None for target in action.targets()):
                 return None
             number = numbers[index] if index < len(numbers) else index + 1
-            steps.append(ScriptStep(step=number, action=action))
+            window = skill.windows[index] if index < len(skill.windows) else ""
+            steps.append(ScriptStep(step=number, action=action, window=window or None))
         if not any(step.action.is_desktop for step in steps):
             return None
         end = (numbers[-1] if numbers else len(steps)) + 1
