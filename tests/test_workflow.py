@@ -183,3 +183,48 @@ def test_errors_name_the_fix(apps: Any, x11: Any, tmp_path: Path) -> None:
         flow = Workflow.load("write-note", store)
     with pytest.raises(ValueError, match="no parameter 'colour'"):
         flow.with_values({"colour": "red"})
+
+
+def test_a_workflow_never_gives_the_recorded_run_s_answer_again(
+    apps: Any, x11: Any, tmp_path: Path
+) -> None:
+    """A run that answered (``done(answer="3")``: what its terminal showed) saved as a
+    workflow and run for another file: the replay counts that file's lines but does not claim
+    the old answer. Without a model it stops at the answer, saying how to have it read; with
+    ``heal`` the model is asked once and gives the new one."""
+    work = tmp_path / "count"
+    work.mkdir()
+    (work / "three.txt").write_text("a\nb\nc\n")
+    (work / "five.txt").write_text("a\nb\nc\nd\ne\n")
+    terminal(apps, x11, work)
+    task = f"In the terminal, count the lines of the file {work / 'three.txt'} and tell me"
+    typed = f"wc -l < {work / 'three.txt'}"
+    script = [reply(act(f"agent.type(text={typed!r}, enter=True)"))]
+    script += [reply(act('agent.done(answer="3")'))]
+    with ScriptedModelServer(script) as server:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        agent = Agent(
+            model, settings=settings(tmp_path), grounding=GroundingConfig("auto"), backend=x11
+        )
+        recorded = agent.run(task)
+    assert recorded.answer == "3", recorded
+    assert recorded.trajectory_dir is not None
+    flow = Workflow.from_run(recorded.trajectory_dir, "count-lines")
+    assert flow.parameters == {"file_1": str(work / "three.txt")}
+    values = {"file_1": str(work / "five.txt")}
+
+    offline = flow.run(values, backend=x11, settings=settings(tmp_path))
+    assert offline.status == "diverged"
+    assert offline.divergence is not None
+    assert offline.divergence.kind == "needs_model"
+    assert "--heal" in offline.divergence.reason
+    assert offline.run.answer is None
+    assert not offline.ok
+
+    with ScriptedModelServer([reply(act('agent.done(answer="5")'))]) as server:
+        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+        healed = flow.run(values, backend=x11, settings=settings(tmp_path), model=model, heal=True)
+        asked = len(server.requests)
+    assert healed.status == "healed", healed.divergence
+    assert healed.run.answer == "5"
+    assert asked == 1

@@ -244,6 +244,11 @@ def _window_name(window: WindowInfo | None) -> str | None:
     return f"{window.app}: {window.title}" if window is not None else None
 
 
+def _answers(action: ActionModel) -> bool:
+    """A ``done`` that gave an answer."""
+    return isinstance(action, DoneAction) and bool(action.answer)
+
+
 def _acts_on_a_window(action: ActionModel) -> bool:
     """Input that lands in the active window (not ``open``, a wait, notes or the end)."""
     quiet = (
@@ -327,6 +332,8 @@ class Player:
         (None, the divergence) where one stopped it; (None, None) when every step was carried
         out and none ended the task."""
         for planned in script.steps:
+            if script.read_answer and _answers(planned.action):
+                return None, self._answer_read_again(planned, progress.next_step())
             divergence = self._before(planned, progress.next_step())
             if divergence is None:
                 for step in self._carry_out(planned):
@@ -347,6 +354,18 @@ class Player:
         return None, None
 
     # -- one step --
+
+    def _answer_read_again(self, planned: ScriptStep, number: int) -> Divergence:
+        """A recorded ``done`` that answered, where the answer must be read again
+        (``Script.read_answer``): it is what the recorded run's screen showed."""
+        reason = (
+            "the recorded run answered from its screen: the answer is read from this screen, "
+            "which this run's values made"
+        )
+        if not self.has_model:
+            reason += " (give a model and --heal for it to be read)"
+        # the action as the model would see it, without the old answer it might repeat
+        return Divergence(number, "agent.done(answer=...)", "needs_model", reason, planned.step)
 
     def _before(self, planned: ScriptStep, number: int) -> Divergence | None:
         """What stops the step (the new run's step ``number``) before it runs: it needs the

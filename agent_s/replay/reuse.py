@@ -42,14 +42,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from agent_s.actions import DoneAction
 from agent_s.desktop.base import desktop_home
 from agent_s.loop.collaborators import Collaborator
 from agent_s.memory import MemoryStore, TamperedEntry
 from agent_s.record.result import Ending, Postcondition
 from agent_s.record.step import Step
-from agent_s.replay.player import WAIT_SECONDS, Divergence, Player, Progress
-from agent_s.replay.script import Script, ScriptStep
+from agent_s.replay.player import WAIT_SECONDS, Player, Progress
 from agent_s.replay.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -242,17 +240,9 @@ class Reuse(Collaborator):
         }
         player = Player(agent, wait_seconds=self.wait_seconds)
         progress = Progress()
-        script, answered = _answer_read_again(script)
         ending, divergence = player.play(script, progress, postcondition)
         if ending is not None:
             return ending
-        if divergence is None and answered is not None:
-            reason = (
-                "the recorded run answered the task from its screen: the answer is read from "
-                "this screen, which shows this task's values"
-            )
-            number, what = progress.next_step(), "agent.done(answer=...)"  # not the old answer
-            divergence = Divergence(number, what, "needs_model", reason, answered.step)
         if divergence is not None:
             self.record["divergence"] = divergence.to_json()
             self.say(f"the replay diverged at {divergence.describe()}: the model takes over")
@@ -268,16 +258,6 @@ class Reuse(Collaborator):
 
     def ending(self, ending: Ending) -> Ending:
         return replace(ending, reused=self.record) if self.record is not None else ending
-
-
-def _answer_read_again(script: Script) -> tuple[Script, ScriptStep | None]:
-    """``script`` without its final ``done`` when that gave an answer, and that step: an
-    answer is what the recorded run's screen showed (the result of 7 x 6), which a run with
-    other values must not claim; the model reads it from the screen instead (one call)."""
-    last = script.steps[-1] if script.steps else None
-    if last is None or not isinstance(last.action, DoneAction) or not last.action.answer:
-        return script, None
-    return script.model_copy(update={"steps": script.steps[:-1]}), last
 
 
 def reuse_of(

@@ -53,6 +53,9 @@ class Script(BaseModel):
     model: str = ""  # the model that recorded it
     steps: tuple[ScriptStep, ...] = ()
     skipped: tuple[str, ...] = ()  # recorded steps left out, and why
+    # a recorded done's answer is not given again (it is what the recorded screen showed): the
+    # replay diverges there for the model to read it (a workflow's, a reused run's)
+    read_answer: bool = False
 
 
 def script_of(recording: Trajectory | Path | str) -> Script:

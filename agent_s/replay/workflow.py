@@ -190,9 +190,10 @@ class Workflow(BaseModel):
         unknown name or an unsafe value; see the module docstring). ``home``: the desktop's
         HOME, where a value starting with ``~`` is a path, written out in full unless the
         recorded value started with ``~`` too (the recording shows that the application reads
-        ``~`` there, as the desktop's HOME); None leaves ``~`` as it is."""
+        ``~`` there, as the desktop's HOME); None leaves ``~`` as it is. A recorded ``done``'s
+        answer is never given again: the replay diverges there (``Script.read_answer``)."""
         if not values:
-            return self.script
+            return self.script.model_copy(update={"read_answer": True})
         if home is not None:
             values = {
                 name: value
@@ -218,7 +219,8 @@ class Workflow(BaseModel):
             else:
                 steps[index]["action"][key] = text
         rebuilt = tuple(ScriptStep.model_validate(data) for data in steps)
-        return self.script.model_copy(update={"steps": rebuilt, "task": new[task_index]})
+        update = {"steps": rebuilt, "task": new[task_index], "read_answer": True}
+        return self.script.model_copy(update=update)
 
     def run(
         self,
