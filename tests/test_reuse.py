@@ -91,6 +91,43 @@ def saved(doc: Path, text: str) -> bool:
     return poll(lambda: doc.read_text().strip() == text)
 
 
+CLICKS = ["the AC button", "the 7 button", "the * button", "the 6 button", "the = button"]
+
+
+def calculator(apps: Any, x11: Any) -> list[Any]:
+    """galculator in front, the clipboard empty; the model's replies that click 7 x 6."""
+    apps(["galculator"], window="galculator")
+    x11.activate("galculator")
+    x11.clipboard_set("")
+    return [reply(act(f"agent.click({c!r})")) for c in CLICKS]
+
+
+def sdk_agent(
+    x11: Any,
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    *,
+    reuse: MemoryStore | None = None,
+    learns: MemoryStore | None = None,
+    max_seconds: float | None = None,
+    wait_seconds: float = 3,
+) -> Agent:
+    """An SDK agent of the scripted model at ``server``; ``reuse``: replaying the workflows and
+    skills of that store; ``learns``: keeping memory there."""
+    model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
+    settings = AgentConfig(
+        record_dir=tmp_path / "runs", settle_seconds=0.5, max_seconds=max_seconds
+    )
+    return Agent(
+        model,
+        settings=settings,
+        grounding=GroundingConfig("auto"),
+        backend=x11,
+        reuse=Reuse(reuse, wait_seconds=wait_seconds) if reuse is not None else None,
+        memory=learns,
+    )
+
+
 def by_the_model(
     x11: Any, tmp_path: Path, doc: Path, text: str, *more: str, check: bool = True
 ) -> Any:
@@ -213,21 +250,13 @@ def test_a_workflow_that_is_unverified_or_changed_in_the_file_is_not_reused(
 def test_a_run_that_diverges_asks_the_model_from_the_divergence_on(
     apps: Any, x11: Any, tmp_path: Path
 ) -> None:
-    apps(["galculator"], window="galculator")
-    x11.activate("galculator")
-    x11.clipboard_set("")
+    script = calculator(apps, x11)
     task = "Use the calculator to compute {} × {}, then copy the result to the clipboard."
-    clicks = ["the AC button", "the 7 button", "the * button", "the 6 button", "the = button"]
-    script = [reply(act(f"agent.click({c!r})")) for c in clicks]
     script += [reply(act('agent.hotkey(["ctrl", "c"])')), reply(act("agent.done()"))]
-    settings = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=0.5)
     db = tmp_path / "memory.sqlite3"
 
     def agent(server: ScriptedModelServer, store: MemoryStore | None) -> Agent:
-        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        reuse = Reuse(store, wait_seconds=3) if store is not None else None
-        grounding = GroundingConfig("auto")
-        return Agent(model, settings=settings, grounding=grounding, backend=x11, reuse=reuse)
+        return sdk_agent(x11, tmp_path, server, reuse=store)
 
     def copied(value: str) -> bool:
         return x11.clipboard_get().strip() == value
@@ -281,19 +310,12 @@ def test_a_run_that_diverges_asks_the_model_from_the_divergence_on(
 def test_replayed_steps_keep_to_the_run_s_time_limit(apps: Any, x11: Any, tmp_path: Path) -> None:
     """A replay is no way around ``[limits] max_seconds``: the limit is checked before each
     replayed step as before each step the model chooses, and the run ends at it."""
-    apps(["galculator"], window="galculator")
-    x11.activate("galculator")
+    script = calculator(apps, x11) + [reply(act("agent.done()"))]
     task = "Use the calculator to compute {} × {}."
-    clicks = ["the AC button", "the 7 button", "the * button", "the 6 button", "the = button"]
-    script = [reply(act(f"agent.click({c!r})")) for c in clicks] + [reply(act("agent.done()"))]
     db = tmp_path / "memory.sqlite3"
 
     def agent(server: ScriptedModelServer, store: MemoryStore | None, limit: float | None) -> Agent:
-        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        settings = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=0.5, max_seconds=limit)
-        reuse = Reuse(store, wait_seconds=3) if store is not None else None
-        grounding = GroundingConfig("auto")
-        return Agent(model, settings=settings, grounding=grounding, backend=x11, reuse=reuse)
+        return sdk_agent(x11, tmp_path, server, reuse=store, max_seconds=limit)
 
     with ScriptedModelServer(script) as server:
         first = agent(server, None, None).run(task.format(7, 6))
@@ -318,26 +340,13 @@ def test_a_replay_asks_the_model_for_an_answer_the_recorded_run_read_from_its_sc
     """A run that answered (``done(answer="42")``) teaches memory a skill that keeps that it
     answered; a task with other values replays its clicks but never claims the old answer: the
     model is asked once, for the answer this screen shows."""
-    apps(["galculator"], window="galculator")
-    x11.activate("galculator")
-    x11.clipboard_set("")
+    script = calculator(apps, x11)
     task = "Use the calculator to compute {} × {}, copy the result and tell me what it is."
-    clicks = ["the AC button", "the 7 button", "the * button", "the 6 button", "the = button"]
-    script = [reply(act(f"agent.click({c!r})")) for c in clicks]
     script += [reply(act('agent.hotkey(["ctrl", "c"])')), reply(act('agent.done(answer="42")'))]
-    settings = AgentConfig(record_dir=tmp_path / "runs", settle_seconds=0.5)
     db = tmp_path / "memory.sqlite3"
 
     def agent(server: ScriptedModelServer, store: MemoryStore, learns: bool) -> Agent:
-        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        return Agent(
-            model,
-            settings=settings,
-            grounding=GroundingConfig("auto"),
-            backend=x11,
-            memory=store if learns else None,
-            reuse=Reuse(store, wait_seconds=3),
-        )
+        return sdk_agent(x11, tmp_path, server, reuse=store, learns=store if learns else None)
 
     def copied(value: str) -> bool:
         return x11.clipboard_get().strip() == value
@@ -382,14 +391,7 @@ def test_a_skill_waits_for_the_window_its_run_acted_in(apps: Any, x11: Any, tmp_
     x11.clipboard_set("")
     gave_up = [reply(act('agent.fail(reason="the text editor is not in front")'))]
     with ScriptedModelServer(gave_up) as server, MemoryStore(tmp_path / "memory.sqlite3") as store:
-        model = ModelConfig("openai-compatible", "scripted-model", server.openai_base_url, KEY)
-        agent = Agent(
-            model,
-            settings=AgentConfig(record_dir=tmp_path / "runs"),
-            grounding=GroundingConfig("auto"),
-            backend=x11,
-            reuse=Reuse(store, wait_seconds=2),
-        )
+        agent = sdk_agent(x11, tmp_path, server, reuse=store, wait_seconds=2)
         result = agent.run(TASK.format("buy bread"))
     assert result.reused is not None
     assert result.reused["workflow"].startswith("skill-")
