@@ -327,27 +327,36 @@ def _reuse_line(err: Console, line: str) -> None:
     err.print(f"[cyan]reuse:[/] {_safe(line)}", highlight=False, soft_wrap=True)
 
 
-def _workflow_saver(
-    out: Console, err: Console, name: str | None, check: Sequence[str] | None, store: Any
-) -> Callable[[RunResult], None] | None:
-    """``--save-workflow NAME``: what keeps a run whose check passed as the verified workflow
-    ``NAME`` (ValueError, before anything runs, when it cannot: no ``--check``, no memory, the
-    name taken)."""
+def _check_save_workflow(name: str | None, checked: bool, memory: bool) -> None:
+    """What ``--save-workflow NAME`` needs that no memory file tells (ValueError, before any
+    file or folder is made): a good name, a ``--check`` (``checked``), memory on."""
     if name is None:
-        return None
+        return
     from agent_s.memory.store import check_workflow_name
-    from agent_s.replay.workflow import Workflow
 
     check_workflow_name(name)
-    if not check:
+    if not checked:
         raise ValueError(
             f'--save-workflow {name} keeps a run whose check passed: add --check "COMMAND"'
         )
-    if store is None:
+    if not memory:
         raise ValueError(
             f"--save-workflow {name} keeps the workflow in the memory file: leave out "
             "--no-memory and --dry-run"
         )
+
+
+def _workflow_saver(
+    out: Console, err: Console, name: str | None, check: Sequence[str] | None, store: Any
+) -> Callable[[RunResult], None] | None:
+    """``--save-workflow NAME``: what keeps a run whose check passed as the verified workflow
+    ``NAME`` (ValueError, before anything runs, when it cannot: see ``_check_save_workflow``,
+    or the name is taken)."""
+    if name is None:
+        return None
+    from agent_s.replay.workflow import Workflow
+
+    _check_save_workflow(name, bool(check), store is not None)
     if name in store.workflow_names():
         raise ValueError(
             f"a workflow named {name!r} exists already: choose another name, or forget it "
@@ -587,6 +596,10 @@ def run(
                 raise ValueError("--virtual-monitors sets the monitors of a --virtual desktop")
             parse_monitors(virtual_monitors)  # a bad layout exits 2 before anything starts
         options.check_desktop(virtual, desktop)  # exits 2 before anything starts
+        from agent_s.replay.reuse import check_reuse
+
+        check_reuse(reuse or "auto")  # before the memory file is opened (made, the first time)
+        _check_save_workflow(save_workflow, bool(check), resolved.memory.enabled and not dry_run)
         if view and not virtual:
             raise ValueError("--view shows a --virtual desktop: add --virtual")
         if pause_on_input and virtual:

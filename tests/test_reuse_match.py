@@ -4,14 +4,22 @@ backtracking pattern try every split, is answered at once rather than after hour
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+from clean_env import MEMORY_VARIABLES, clean_env
+from scripted_cli import model_options
 
 from agent_s.actions import TypeAction
 from agent_s.memory.entries import Provenance
 from agent_s.replay.reuse import values_for
 from agent_s.replay.script import Script, ScriptStep
 from agent_s.replay.workflow import Workflow
+
+AGENT_S = str(Path(sys.executable).parent / "agent-s")
 
 
 def flow(task: str, typed: str, parameters: dict[str, str]) -> Workflow:
@@ -75,3 +83,35 @@ def test_a_long_task_is_matched_at_once() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "None"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["--reuse", "skills"], "--reuse skills: give auto (the default), workflows or off"),
+        (
+            ["--save-workflow", "note"],
+            '--save-workflow note keeps a run whose check passed: add --check "COMMAND"',
+        ),
+    ],
+)
+def test_a_reuse_option_s_usage_error_is_one_line_and_writes_nothing(
+    tmp_path: Path, given: list[str], said: str
+) -> None:
+    """``--reuse skills`` (a name it once had), or ``--save-workflow`` without ``--check``:
+    exit 2 with one line, before the memory file, its key or any folder is made in HOME."""
+    env = {k: v for k, v in clean_env().items() if k not in MEMORY_VARIABLES}
+    env.update(HOME=str(tmp_path), AGENT_S_CONFIG=os.devnull, AGENT_S_COMPATIBLE_API_KEY="sk-x")
+    for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        env.pop(variable, None)
+    done = subprocess.run(
+        [AGENT_S, "run", *model_options(), *given, "open the calculator"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"error: {said}"
+    assert list(tmp_path.iterdir()) == []

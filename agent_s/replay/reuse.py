@@ -269,17 +269,31 @@ class Reuse(Collaborator):
         return replace(ending, reused=self.record) if self.record is not None else ending
 
 
+def check_reuse(mode: str) -> str:
+    """``mode`` when it is one of ``REUSE_MODES``, else ValueError naming them."""
+    if mode not in REUSE_MODES:
+        raise ValueError(f"--reuse {mode}: give auto (the default), workflows or off")
+    return mode
+
+
 def reuse_of(
     mode: str, store: MemoryStore | None, say: Callable[[str], None] | None = None
 ) -> Reuse | None:
     """The ``--reuse`` option's collaborator: ``auto`` (workflows, then verified skills) or
     ``workflows`` (only workflows saved by name) with a memory store, else None (``off``, or
     no memory)."""
-    if mode not in REUSE_MODES:
-        raise ValueError(f"--reuse {mode}: give auto (the default), workflows or off")
-    if mode == "off" or store is None:
+    if check_reuse(mode) == "off" or store is None:
         return None
     return Reuse(store, say=say, skills=mode == "auto")
 
 
-__all__ = ["REUSE_MODES", "Match", "Reuse", "find", "reuse_of", "template", "values_for"]
+__all__ = [
+    "REUSE_MODES",
+    "Match",
+    "Reuse",
+    "check_reuse",
+    "find",
+    "reuse_of",
+    "template",
+    "values_for",
+]
