@@ -130,7 +130,7 @@ class Skill(BaseModel):
         what the screen showed then, which a replay with other values must read again."""
         for line in self.outputs:
             if line.startswith(ANSWER_OUTPUT):
-                return line.removeprefix(ANSWER_OUTPUT)
+                return line.removeprefix(ANSWER_OUTPUT).strip() or None
         return None
 
     def text(self) -> str:

@@ -367,7 +367,7 @@ def _action_skill(
     if not actions or all(_is_code(s) for s in acted):
         return None
     outputs = [f"{len(actions)} action(s), each executed once"]
-    outputs += [ANSWER_OUTPUT + _clip(answer, 500)] if answer else []
+    outputs += [ANSWER_OUTPUT + _clip(answer, 500)] if answer and answer.strip() else []
     return Skill(
         description=_clip(f"actions for: {description}", 500),
         language="actions",
