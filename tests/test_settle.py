@@ -133,3 +133,34 @@ def test_the_look_after_an_action_waits_for_a_busy_front_program_within_its_limi
     began = time.monotonic()
     settle.until_still(x11, 0.4)  # busy beyond the limit: the limit holds
     assert time.monotonic() - began < 0.8
+
+
+@pytest.mark.parametrize("busy", ["main", "worker"])
+def test_the_main_thread_counts_to_the_nanosecond_only_after_typed_text(busy: str) -> None:
+    """What a worker thread runs shows in ``_threads_runtime`` after any action; what the main
+    thread runs only after typed text (``main``: a file chooser checking a typed name);
+    otherwise its state and clock ticks (``_sample``) speak for it. Counted to the nanosecond
+    after every action, the main thread's millisecond per frame after a galculator click held
+    each wait to ``WORKERS`` (267 ms a click, not 67)."""
+    code = (
+        "import sys, threading\n"
+        "def spin():\n"
+        "    while True:\n"
+        "        pass\n"
+        "def rest():\n"
+        "    threading.Event().wait()\n"
+        "threading.Thread(target=spin if sys.argv[1] == 'worker' else rest, daemon=True).start()\n"
+        "spin() if sys.argv[1] == 'main' else rest()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, busy])
+    try:
+        time.sleep(0.3)  # started, its threads running or resting
+        first = {main: settle._threads_runtime(proc.pid, main=main) for main in (False, True)}
+        time.sleep(0.2)
+        then = {main: settle._threads_runtime(proc.pid, main=main) for main in (False, True)}
+    finally:
+        proc.kill()
+        proc.wait()
+    grew = {main: (then[main] or 0) > (first[main] or 0) for main in (False, True)}
+    assert None not in (*first.values(), *then.values())
+    assert grew == {False: busy == "worker", True: True}

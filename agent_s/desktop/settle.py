@@ -28,8 +28,9 @@ that appears is watched from then on). It ends when
   queue) or has been idle for ``QUIET`` seconds;
 - the watched part has not changed for ``STILL_FRAMES`` frames, and the front window's program
   did not run meanwhile (a repaint may be pending while it works: a dialog being built), nor,
-  for the first ``WORKERS`` seconds, any of its other threads (a typed file name checked by a
-  worker thread, whose answer the main thread then draws);
+  for the first ``WORKERS`` seconds, any of its other threads (a worker's result is drawn by
+  the main thread after), nor after typed text its main thread to the nanosecond (a file
+  chooser checking a typed name: an Enter sent before it is done does nothing);
 - the windows stopped coming and going (``window_order``: one that opened is waited for), and
   if the front window's program started a program since the action (``since``), a new window
   has come (a program that opens its window in a process of its own).
@@ -99,16 +100,21 @@ def _runtime(pid: int) -> int | None:
         return None
 
 
-def _threads_runtime(pid: int) -> int | None:
-    """The nanoseconds all the program's threads have run (``schedstat``), or None if
-    unreadable: work a toolkit hands to a worker thread (GTK's file chooser checks a typed
-    name so) shows here while the main thread sleeps."""
+def _threads_runtime(pid: int, *, main: bool) -> int | None:
+    """The nanoseconds the program's threads have run (``schedstat``), the main one's only
+    with ``main``, or None if unreadable: work a toolkit hands to a worker thread shows here
+    while the main thread sleeps, and, counted to the nanosecond, the main thread's handling
+    of typed text (a file chooser checks a typed name for about 0.4 s, a millisecond a frame,
+    too little for its clock ticks). Not after other actions: a galculator button runs its
+    main thread as much, every frame for 0.25 s, with nothing more to show."""
     total = 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
     for task in tasks:
+        if task == str(pid) and not main:
+            continue
         path = f"/proc/{pid}/task/{task}/schedstat"
         with contextlib.suppress(OSError, ValueError, IndexError), open(path, "rb") as f:
             total += int(f.read().split()[0])
@@ -161,8 +167,9 @@ class _Program:
     """A program, looked at again and again: did it run since the last look (its main thread,
     or any other: a worker thread's result is drawn by the main thread after)?"""
 
-    def __init__(self, pid: int | None) -> None:
+    def __init__(self, pid: int | None, *, text: bool = False) -> None:
         self.pid = pid if pid and pid > 0 else None
+        self.text = text  # the action typed text: the main thread's handling of it counts
         first = _sample(self.pid) if self.pid is not None else None
         self.readable = first is not None
         self.ticks = first[1] if first is not None else 0
@@ -170,7 +177,7 @@ class _Program:
         if first is not None and first[0] != "R":
             self.quiet_since = time.monotonic()
         self._started = _runtime(self.pid) if self.pid is not None else None
-        self.total = _threads_runtime(self.pid) if self.pid is not None else None
+        self.total = _threads_runtime(self.pid, main=text) if self.pid is not None else None
         self._first = time.monotonic()
 
     def woke(self) -> bool:
@@ -190,7 +197,7 @@ class _Program:
             self.readable = False
             return False
         state, ticks = now
-        total = _threads_runtime(self.pid)
+        total = _threads_runtime(self.pid, main=self.text)
         workers = total != self.total and time.monotonic() - self._first < WORKERS
         ran = state == "R" or ticks != self.ticks or workers
         self.ticks, self.total = ticks, total
@@ -341,15 +348,16 @@ def until_still(
     at: Sequence[Point] = (),
     since: float | None = None,
     listed: Sequence[WindowInfo] = (),
+    text: bool = False,
 ) -> Screenshot | None:
     """After an action (sent at ``since``, ``time.monotonic()``; at the points ``at``;
-    ``before``: the screen it was chosen on, ``listed``: the windows then), wait until the
-    application reacted and the part of the screen it owns is still, at most ``limit``
-    seconds (see the module docstring). Returns the last look, None if the screen could not
-    be read."""
+    ``before``: the screen it was chosen on, ``listed``: the windows then; ``text``: it typed
+    text), wait until the application reacted and the part of the screen it owns is still, at
+    most ``limit`` seconds (see the module docstring). Returns the last look, None if the
+    screen could not be read."""
     deadline = time.monotonic() + limit
     watch = _Watch.read(backend, at)
-    program = _Program(next((w.pid for w in watch.windows if w.active), None))
+    program = _Program(next((w.pid for w in watch.windows if w.active), None), text=text)
     spawned = _Spawned(program.pid, since)
     known = {w.id for w in listed or watch.windows}  # a window not among them came
     began = looked = time.monotonic()
@@ -368,7 +376,8 @@ def until_still(
             order = backend.window_order()
         if order != watch.order:  # a window came, went or took the focus: watch it
             watch = _Watch.read(backend, at)
-            program = _Program(next((w.pid for w in watch.windows if w.active), program.pid))
+            front = next((w.pid for w in watch.windows if w.active), program.pid)
+            program = _Program(front, text=text)
             reacted, calm = True, 0
         now = _capture(backend)
         if now is None:

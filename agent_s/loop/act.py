@@ -212,6 +212,7 @@ class Actor:
                     at=points,
                     since=acted_at,
                     listed=scene.observation.windows,
+                    text=any(isinstance(op, ops.TypeText) for op in plan),
                 )
                 glance = None if shot is None else _glance_of(shot.image)
         observed: list[str] = []
