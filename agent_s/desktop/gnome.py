@@ -42,7 +42,7 @@ from agent_s.desktop import gnome_windows
 from agent_s.desktop._mutter import REMOTE_DESKTOP, MutterMonitor, MutterSession
 from agent_s.desktop.atspi import AccessibilityUnavailable
 from agent_s.desktop.base import Monitor, ScreenGeometry, Screenshot, WindowInfo
-from agent_s.desktop.common import BackendBase
+from agent_s.desktop.common import ACTIVATE_TIMEOUT, BackendBase
 from agent_s.desktop.ops import Button, Point
 from agent_s.errors import ActionExecutionError, DisplayUnavailableError
 
@@ -428,11 +428,19 @@ class GnomeBackend(BackendBase):
         return found
 
     def _request_focus(self, window: WindowInfo) -> None:
-        """Cycle the shell's windows (Shift+Alt+Escape) until ``window`` is the active one."""
+        """Cycle the shell's windows (Shift+Alt+Escape) until ``window`` is the active one,
+        going round them up to three times within ``ACTIVATE_TIMEOUT``: a window that opened
+        just before may take the focus after a press has moved it (a loaded machine: the target
+        was passed once round, and activating failed)."""
         if self.window_problem:
             raise ActionExecutionError(f"cannot list or activate windows: {self.window_problem}")
         listed = self.windows()
-        for _ in range(len(listed)):
+        give_up = time.monotonic() + ACTIVATE_TIMEOUT
+        for _ in range(3 * len(listed)):
+            if next((w.id for w in listed if w.active), 0) == window.id:
+                return
+            if time.monotonic() >= give_up:
+                return  # _bring_forward says it was not activated
             before = next((w.id for w in listed if w.active), 0)
             self._press(*gnome_windows.CYCLE_KEYS)
             deadline = time.monotonic() + CYCLE_WAIT
